@@ -1,0 +1,1 @@
+"""Analyzers: readers of what Triton emits (IR, PTX, SASS) and pure hardware models."""

@@ -1,0 +1,65 @@
+"""Errors that reach the user as one clear line and a distinct exit code.
+
+Every failure caused by user input (a malformed YAML file, an unknown
+architecture, an unparseable ``KEY=VALUE``) is raised as a
+:class:`KernelrulesError`. The CLI prints ``str(error)`` and exits with
+``error.exit_code``; it never shows a traceback for these.
+"""
+
+from __future__ import annotations
+
+#: Exit code for usage, configuration and input errors (ruff's convention).
+EXIT_USAGE = 2
+
+
+class KernelrulesError(Exception):
+    """A user-facing error: one line naming where (file, line, column) and what to do."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """Return ``path:line:col: message (hint)`` with the parts that are known."""
+        where = ""
+        if self.path is not None:
+            where = str(self.path)
+            if self.line is not None:
+                where += f":{self.line}"
+                if self.column is not None:
+                    where += f":{self.column}"
+            where += ": "
+        text = f"{where}{self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class ProfileError(KernelrulesError):
+    """An architecture profile is malformed or cannot be found."""
+
+
+class UnknownArchError(ProfileError):
+    """An architecture name that no profile or alias resolves."""
+
+
+class RuleFileError(KernelrulesError):
+    """A rule YAML file is malformed: schema, expression or example error."""
+
+
+class ConfigValueError(KernelrulesError):
+    """A config given on the command line or in a file cannot be understood."""

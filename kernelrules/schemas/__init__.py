@@ -1,0 +1,1 @@
+"""JSON Schemas for rule files and architecture profiles."""

@@ -1,0 +1,1 @@
+"""Built-in rules, one YAML file per rule (shipped as package data)."""
