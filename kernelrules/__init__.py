@@ -1,3 +1,42 @@
-"""kernelrules: a hardware-aware rules engine and static analyzer for Triton kernels."""
+"""kernelrules: a hardware-aware rules engine and static analyzer for Triton kernels.
+
+The public Python API::
+
+    import kernelrules
+    arch = kernelrules.load_arch("ada")                 # a profile, by name or alias
+    verdict = kernelrules.check({"BLOCK_M": 128, "num_warps": 8}, arch)
+    verdict.verdict, [d.code for d in verdict.diagnostics], verdict.repair
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "load_arch": ("kernelrules.arch", "load_arch"),
+    "list_archs": ("kernelrules.arch", "list_archs"),
+    "Arch": ("kernelrules.arch", "Arch"),
+    "check": ("kernelrules.engine", "check"),
+    "Engine": ("kernelrules.engine", "Engine"),
+    "Verdict": ("kernelrules.engine", "Verdict"),
+    "Diagnostic": ("kernelrules.engine", "Diagnostic"),
+    "KernelConfig": ("kernelrules.config", "KernelConfig"),
+    "load_rules": ("kernelrules.rules", "load_rules"),
+    "KernelrulesError": ("kernelrules.errors", "KernelrulesError"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the public API on first use, so ``kernelrules --version`` stays fast."""
+    if name in _LAZY:
+        import importlib
+
+        module_name, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module_name), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kernelrules' has no attribute {name!r}")

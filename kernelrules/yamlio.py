@@ -25,6 +25,7 @@ class LocatedDocument:
 
     data: Any
     source: str
+    text: str = ""
     positions: dict[DocPath, Location] = field(default_factory=dict)
 
     def where(self, path: DocPath) -> Location | None:
@@ -87,7 +88,7 @@ def load_text(text: str, source: str) -> LocatedDocument:
         raise KernelrulesError(f"invalid YAML: {exc}", path=source) from None
     positions: dict[DocPath, Location] = {}
     if node is None:
-        return LocatedDocument(None, source, positions)
+        return LocatedDocument(None, source, text, positions)
     try:
         data = _construct(node, (), positions)
     except yaml.MarkedYAMLError as exc:
@@ -98,7 +99,7 @@ def load_text(text: str, source: str) -> LocatedDocument:
             line=mark.line + 1 if mark else None,
             column=mark.column + 1 if mark else None,
         ) from None
-    return LocatedDocument(data, source, positions)
+    return LocatedDocument(data, source, text, positions)
 
 
 def load_file(path: str | Path, display: str | None = None) -> LocatedDocument:

@@ -1,0 +1,5 @@
+"""``python -m kernelrules`` runs the command line."""
+
+from .cli import main
+
+main()

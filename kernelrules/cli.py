@@ -1,0 +1,223 @@
+"""The ``kernelrules`` command line (typer). Arguments in, engine calls, exit code out.
+
+Exit codes follow ruff: 0 clean, 1 findings (an error-severity rule fired),
+2 usage, configuration or internal error. User errors print one line; a
+traceback is shown only with ``KERNELRULES_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import __version__
+from .errors import EXIT_USAGE, KernelrulesError
+
+app = typer.Typer(
+    name="kernelrules",
+    help="Hardware-aware rules engine and static analyzer for Triton GPU kernels.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+arch_app = typer.Typer(help="List and show GPU architecture profiles.", no_args_is_help=True)
+rules_app = typer.Typer(help="List and explain rules.", no_args_is_help=True)
+app.add_typer(arch_app, name="arch")
+app.add_typer(rules_app, name="rules")
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+ArchFileOption = typer.Option(
+    None, "--arch-file", help="Extra architecture profile YAML file (repeatable).", show_default=False
+)
+FormatOption = typer.Option(OutputFormat.text, "--format", help="Output format.")
+
+
+def _echo_json(data: object) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=False))
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"kernelrules {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
+    """Hardware-aware rules engine and static analyzer for Triton GPU kernels."""
+
+
+# -- arch ------------------------------------------------------------------------
+
+
+@arch_app.command("list")
+def arch_list(
+    arch_file: Optional[List[Path]] = ArchFileOption,
+    output: OutputFormat = FormatOption,
+) -> None:
+    """List architecture profiles (one per compute capability) and their SKUs."""
+    from .arch import list_archs
+
+    archs = list_archs(extra_files=tuple(arch_file or ()))
+    if output is OutputFormat.json:
+        _echo_json([_arch_summary(a) for a in archs])
+        return
+    for arch in archs:
+        summary = _arch_summary(arch)
+        aliases = ", ".join(summary["aliases"])
+        skus = ", ".join(summary["skus"]) or "-"
+        typer.echo(f"{arch.name:8s} cc {arch.compute_capability:5s} {arch.family:10s} aliases: {aliases}; SKUs: {skus}")
+
+
+def _arch_summary(arch) -> dict:
+    flat = arch.flat()
+    return {
+        "name": arch.name,
+        "compute_capability": arch.compute_capability,
+        "family": arch.family,
+        "vendor": arch.vendor,
+        "aliases": list(flat.get("aliases", [])),
+        "skus": list(flat.get("skus", [])),
+    }
+
+
+@arch_app.command("show")
+def arch_show(
+    name: str = typer.Argument(..., help="Architecture name or alias: ada, sm_90, rtx4090, h200, ..."),
+    arch_file: Optional[List[Path]] = ArchFileOption,
+    output: OutputFormat = FormatOption,
+) -> None:
+    """Show one architecture profile: limits, features and (for a SKU) its figures."""
+    from .arch import load_arch
+
+    arch = load_arch(name, extra_files=tuple(arch_file or ()))
+    flat = arch.flat()
+    if output is OutputFormat.json:
+        _echo_json(flat)
+        return
+    title = arch.name + (f" ({arch.sku})" if arch.sku else "")
+    typer.echo(f"{title}: compute capability {arch.compute_capability}, {arch.family}, {arch.vendor}")
+    sources = getattr(arch, "sources", {}) or {}
+    for key, value in flat.items():
+        source = sources.get(key)
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else value
+        typer.echo(f"  {key:38s} {shown}" + (f"    [{source}]" if source else ""))
+
+
+# -- rules -----------------------------------------------------------------------
+
+
+@rules_app.command("list")
+def rules_list(output: OutputFormat = FormatOption) -> None:
+    """List every rule: code, severity, stage, name and summary."""
+    from .rules import builtin_rules
+
+    rules = builtin_rules()
+    if output is OutputFormat.json:
+        _echo_json(
+            [
+                {"code": r.code, "name": r.name, "severity": r.severity, "stage": r.stage, "summary": r.summary}
+                for r in rules
+            ]
+        )
+        return
+    for r in rules:
+        typer.echo(f"{r.code}  {r.severity:7s} {r.stage:8s} {r.name:32s} {r.summary}")
+
+
+@rules_app.command("show")
+def rules_show(code: str = typer.Argument(..., help="Rule code or name, e.g. CFG004 or amd-only-option-on-nvidia.")) -> None:
+    """Explain one rule: what it checks, why, an example and the fix."""
+    from .docgen import rule_text
+    from .rules import builtin_rules
+
+    rules = builtin_rules()
+    rule = rules.get(code)
+    if rule is None:
+        import difflib
+
+        keys = [r.code for r in rules] + [r.name for r in rules]
+        close = difflib.get_close_matches(code, keys, n=3)
+        hint = f"did you mean: {', '.join(close)}? " if close else ""
+        raise KernelrulesError(f"unknown rule {code!r}", hint=f"{hint}see 'kernelrules rules list'")
+    typer.echo(rule_text(rule))
+
+
+# -- check-config ------------------------------------------------------------------
+
+
+@app.command("check-config")
+def check_config(
+    assignments: List[str] = typer.Argument(..., help="Config values as KEY=VALUE, e.g. BLOCK_M=128 num_warps=8."),
+    arch: str = typer.Option(..., "--arch", help="Target architecture (name, alias or SKU)."),
+    arch_file: Optional[List[Path]] = ArchFileOption,
+    dtype: Optional[List[str]] = typer.Option(
+        None, "--dtype", help="Element dtype the kernel uses (fp16, bf16, fp8e4nv, ...); repeatable."
+    ),
+    output: OutputFormat = FormatOption,
+) -> None:
+    """Judge one config on one architecture with every rule that can judge it."""
+    from .arch import load_arch
+    from .config import KernelConfig
+    from .engine import default_engine
+
+    target = load_arch(arch, extra_files=tuple(arch_file or ()))
+    config = KernelConfig.parse_assignments(assignments)
+    kernel = {"dtypes": list(dtype)} if dtype else None
+    verdict = default_engine().check(config, target, kernel=kernel)
+    if output is OutputFormat.json:
+        _echo_json(verdict.to_json())
+    else:
+        _print_verdict(verdict, target)
+    raise typer.Exit(1 if verdict.rejected else 0)
+
+
+def _print_verdict(verdict, target) -> None:
+    label = target.name + (f" ({target.sku})" if target.sku else "")
+    typer.echo(f"{label}: {verdict.verdict} [{verdict.config}]")
+    for d in verdict.diagnostics:
+        typer.echo(f"  {d.code} {d.severity}: {d.message} [{d.name}]")
+        if d.fix:
+            typer.echo(f"    fix: {d.fix}")
+    if verdict.deferred:
+        typer.echo(f"  deferred until compiled: {', '.join(verdict.deferred)}")
+    if verdict.repair is not None:
+        typer.echo(f"  nearest passing config: {verdict.repair}")
+    elif verdict.rejected:
+        typer.echo("  no passing config found by the rules' repairs")
+
+
+def main() -> None:
+    """Entry point: run the app, turning user errors into one line and exit code 2."""
+    try:
+        app()
+    except KernelrulesError as exc:
+        typer.echo(f"kernelrules: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("kernelrules: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # an internal error: still one line unless debugging
+        if os.environ.get("KERNELRULES_DEBUG"):
+            traceback.print_exc()
+        typer.echo(
+            f"kernelrules: internal error: {type(exc).__name__}: {exc} (set KERNELRULES_DEBUG=1 for a traceback)",
+            err=True,
+        )
+        sys.exit(EXIT_USAGE)

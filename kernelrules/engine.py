@@ -1,0 +1,310 @@
+"""The rule engine: judge a config on an architecture, and repair it.
+
+Judging evaluates every rule that applies to the architecture against one
+environment (``config``, ``arch``, ``kernel``, ``facts``, ``problem``). A rule
+whose condition names a fact or problem value that is not known yet is
+*deferred* (it cannot judge before a compile); one that names a config key the
+config does not have does not apply. A config is rejected when an
+error-severity rule fires.
+
+Repair searches, breadth first, over the firing rules' ordered repairs for
+the nearest config (fewest edits) that no error rule rejects.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import expr as exprlang
+from .config import KernelConfig
+from .rules import Repair, Rule, RuleSet, builtin_rules
+
+#: Namespaces whose missing names mean "cannot judge yet" rather than "does not apply".
+DEFERRING_ROOTS = frozenset({"facts", "problem"})
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding: which rule, how bad, what it says, and the first repair it suggests."""
+
+    code: str
+    name: str
+    severity: str
+    message: str
+    stage: str
+    fix: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form shared by every command: code, name, severity, message (+ fix)."""
+        out = {"code": self.code, "name": self.name, "severity": self.severity, "message": self.message}
+        if self.fix:
+            out["fix"] = self.fix
+        return out
+
+
+@dataclass
+class Verdict:
+    """The judgement of one config on one architecture."""
+
+    config: KernelConfig
+    arch: str
+    stage: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    repair: KernelConfig | None = None
+    repair_steps: tuple[str, ...] = ()
+
+    @property
+    def rejected(self) -> bool:
+        """True when an error-severity rule fired."""
+        return any(d.severity == "error" for d in self.diagnostics)
+
+    @property
+    def verdict(self) -> str:
+        """``"reject"`` or ``"pass"``."""
+        return "reject" if self.rejected else "pass"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready record of this verdict."""
+        return {
+            "config": self.config.to_dict(),
+            "arch": self.arch,
+            "verdict": self.verdict,
+            "stage": self.stage,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "deferred": list(self.deferred),
+            "repair": None if self.repair is None else self.repair.to_dict(),
+            "repair_steps": list(self.repair_steps),
+        }
+
+
+def kernel_namespace(kernel: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``kernel.*`` mapping: what is known about the kernel without compiling it."""
+    ns = dict(kernel or {})
+    dtypes = [str(d) for d in ns.get("dtypes", ()) or ()]
+    if "dtypes" in ns:
+        ns["dtypes"] = dtypes
+        ns.setdefault("fp8_dtypes", sorted({d for d in dtypes if d.startswith("fp8")}))
+    return ns
+
+
+class Engine:
+    """Judges configs with a rule set; plans (rules per architecture) are cached."""
+
+    def __init__(self, rules: RuleSet | None = None) -> None:
+        self.rules = rules if rules is not None else builtin_rules()
+        self._plans: dict[tuple[str, str | None], tuple[Rule, ...]] = {}
+
+    def plan(self, arch: Any) -> tuple[Rule, ...]:
+        """The rules that apply to ``arch``, in code order."""
+        key = (arch.name, getattr(arch, "sku", None))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = tuple(r for r in self.rules if r.applies(arch))
+            self._plans[key] = plan
+        return plan
+
+    def environment(
+        self,
+        config: KernelConfig,
+        arch: Any,
+        kernel: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        problem: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The evaluation environment for one (config, arch) pair."""
+        return {
+            "config": config.namespace(arch.vendor),
+            "arch": arch.namespace(),
+            "kernel": kernel_namespace(kernel),
+            "facts": dict(facts or {}),
+            "problem": dict(problem or {}),
+        }
+
+    def judge(
+        self,
+        config: KernelConfig,
+        arch: Any,
+        *,
+        kernel: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        problem: Mapping[str, Any] | None = None,
+        stage: str = "config",
+    ) -> Verdict:
+        """Evaluate every applicable rule; no repair."""
+        env = self.environment(config, arch, kernel, facts, problem)
+        verdict = Verdict(config=config, arch=arch.name, stage=stage)
+        for rule in self.plan(arch):
+            self._apply_rule(rule, env, verdict)
+        return verdict
+
+    def _apply_rule(self, rule: Rule, env: Mapping[str, Any], verdict: Verdict) -> None:
+        try:
+            fired = rule.condition.evaluate(env)
+        except exprlang.MissingName as missing:
+            if missing.root in DEFERRING_ROOTS:
+                verdict.deferred.append(rule.code)
+            return
+        except exprlang.ExprError as exc:
+            verdict.diagnostics.append(
+                Diagnostic(rule.code, rule.name, "warning", f"could not judge this config: {exc.message}", rule.stage)
+            )
+            return
+        if fired:
+            fix = rule.repairs[0].description if rule.repairs else None
+            verdict.diagnostics.append(
+                Diagnostic(rule.code, rule.name, rule.severity, rule.message.render(env), rule.stage, fix)
+            )
+
+    def check(
+        self,
+        config: KernelConfig,
+        arch: Any,
+        *,
+        kernel: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        problem: Mapping[str, Any] | None = None,
+        repair: bool = True,
+    ) -> Verdict:
+        """Judge one config and, when it is rejected, find the nearest config that passes."""
+        verdict = self.judge(config, arch, kernel=kernel, facts=facts, problem=problem)
+        if repair and verdict.rejected:
+            found = self.repair(config, arch, kernel=kernel, facts=facts, problem=problem)
+            if found is not None:
+                verdict.repair, verdict.repair_steps = found
+        return verdict
+
+    def judge_many(
+        self, configs: Iterable[KernelConfig], arch: Any, *, kernel: Mapping[str, Any] | None = None
+    ) -> list[Verdict]:
+        """Judge many configs on one architecture at the config stage (the fast path)."""
+        plan = self.plan(arch)
+        arch_ns = arch.namespace()
+        kernel_ns = kernel_namespace(kernel)
+        vendor = arch.vendor
+        verdicts = []
+        for config in configs:
+            env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns, "facts": {}, "problem": {}}
+            verdict = Verdict(config=config, arch=arch.name, stage="config")
+            for rule in plan:
+                self._apply_rule(rule, env, verdict)
+            verdicts.append(verdict)
+        return verdicts
+
+    # -- repair -----------------------------------------------------------------
+
+    def repair(
+        self,
+        config: KernelConfig,
+        arch: Any,
+        *,
+        kernel: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        problem: Mapping[str, Any] | None = None,
+        max_edits: int = 8,
+        max_candidates: int = 512,
+    ) -> tuple[KernelConfig, tuple[str, ...]] | None:
+        """Breadth-first search over rule repairs for the nearest passing config."""
+        queue: deque[tuple[KernelConfig, tuple[str, ...]]] = deque([(config, ())])
+        seen = {config.key()}
+        while queue and len(seen) <= max_candidates:
+            candidate, steps = queue.popleft()
+            verdict = self.judge(candidate, arch, kernel=kernel, facts=facts, problem=problem)
+            if not verdict.rejected:
+                return (candidate, steps) if steps else None
+            if len(steps) >= max_edits:
+                continue
+            env = self.environment(candidate, arch, kernel, facts, problem)
+            for rule in self._firing_error_rules(verdict):
+                for step in rule.repairs:
+                    child = apply_repair(step, candidate, env)
+                    if child is not None and child.key() not in seen:
+                        seen.add(child.key())
+                        queue.append((child, steps + (f"{rule.code}: {step.description}",)))
+        return None
+
+    def _firing_error_rules(self, verdict: Verdict) -> list[Rule]:
+        codes = [d.code for d in verdict.diagnostics if d.severity == "error"]
+        return [rule for code in codes if (rule := self.rules.get(code)) is not None]
+
+
+def apply_repair(repair: Repair, config: KernelConfig, env: Mapping[str, Any]) -> KernelConfig | None:
+    """Apply one repair to a config; None when it does not apply or changes nothing."""
+    try:
+        if repair.when is not None and not repair.when.evaluate(env):
+            return None
+        changes: dict[str, Any] = {}
+        config_ns = env["config"]
+        for key, compiled in repair.set:
+            targets = list(config_ns.get("blocks", {})) if key == "@blocks" else [key]
+            for target in targets:
+                if target not in config_ns:
+                    continue
+                changes[target] = compiled.evaluate({**env, "value": config_ns[target]})
+    except exprlang.ExprError:
+        return None
+    removed: list[str] = []
+    for key in repair.remove:
+        removed.extend(config_ns.get("amd_options", {}) if key == "@amd_options" else [key])
+    child = config.replace(changes, removed)
+    return None if child.key() == config.key() else child
+
+
+_DEFAULT_ENGINE: Engine | None = None
+
+
+def default_engine() -> Engine:
+    """An engine over the built-in rules, created once."""
+    global _DEFAULT_ENGINE
+    if _DEFAULT_ENGINE is None:
+        _DEFAULT_ENGINE = Engine()
+    return _DEFAULT_ENGINE
+
+
+def as_config(config: Any) -> KernelConfig:
+    """Accept a KernelConfig, a ``triton.Config`` or a plain mapping."""
+    if isinstance(config, KernelConfig):
+        return config
+    if isinstance(config, Mapping):
+        return KernelConfig.from_dict(config)
+    if hasattr(config, "kwargs"):
+        return KernelConfig.from_triton(config)
+    raise TypeError(f"cannot use {type(config).__name__} as a config")
+
+
+def check(
+    config: Any,
+    arch: Any,
+    *,
+    kernel: Mapping[str, Any] | None = None,
+    facts: Mapping[str, Any] | None = None,
+    problem: Mapping[str, Any] | None = None,
+    repair: bool = True,
+) -> Verdict:
+    """Judge one config (KernelConfig, triton.Config or dict) on an architecture (Arch or name)."""
+    if isinstance(arch, str):
+        from .arch import load_arch
+
+        arch = load_arch(arch)
+    return default_engine().check(as_config(config), arch, kernel=kernel, facts=facts, problem=problem, repair=repair)
+
+
+def judge_examples(rule: Rule, kind: str, engine: Engine | None = None) -> list[tuple[Mapping[str, Any], bool]]:
+    """Run a rule's ``bad`` or ``good`` examples: (example, whether the rule fired) pairs."""
+    from .arch import load_arch
+
+    engine = engine or Engine(RuleSet([rule]))
+    results = []
+    for example in rule.examples[kind]:
+        arch = load_arch(example["arch"])
+        config = KernelConfig.from_dict(example["config"])
+        verdict = engine.judge(
+            config, arch, kernel=example.get("kernel"), facts=example.get("facts"), problem=example.get("problem")
+        )
+        results.append((example, any(d.code == rule.code for d in verdict.diagnostics)))
+    return results
+
+
+__all__: Sequence[str] = ("Diagnostic", "Verdict", "Engine", "check", "apply_repair", "judge_examples")
