@@ -85,7 +85,7 @@ def shared_edge(capability: int) -> dict:
         kernel.module = kernel.function = kernel._run = None
         y = torch.full((64,), float("nan"), device="cuda")
         try:
-            kernel[(1, 1, 1)](x, y)
+            kernel[(1, 1, 1)](x, y, 64, 64)  # the launcher takes constexprs too
             torch.cuda.synchronize()
             ok = bool(torch.allclose(y, expected, atol=1e-4))
             results["launches"].append({"dynamic_shared": size, "launched": True, "correct": ok})
