@@ -23,7 +23,7 @@ _LAZY = {
     "Verdict": ("kernelrules.engine", "Verdict"),
     "Diagnostic": ("kernelrules.engine", "Diagnostic"),
     "KernelConfig": ("kernelrules.config", "KernelConfig"),
-    "load_rules": ("kernelrules.rules", "load_rules"),
+    "load_rules": ("kernelrules.ruleset", "load_rules"),
     "KernelrulesError": ("kernelrules.errors", "KernelrulesError"),
 }
 

@@ -126,7 +126,7 @@ def arch_show(
 @rules_app.command("list")
 def rules_list(output: OutputFormat = FormatOption) -> None:
     """List every rule: code, severity, stage, name and summary."""
-    from .rules import builtin_rules
+    from .ruleset import builtin_rules
 
     rules = builtin_rules()
     if output is OutputFormat.json:
@@ -145,7 +145,7 @@ def rules_list(output: OutputFormat = FormatOption) -> None:
 def rules_show(code: str = typer.Argument(..., help="Rule code or name, e.g. CFG004 or amd-only-option-on-nvidia.")) -> None:
     """Explain one rule: what it checks, why, an example and the fix."""
     from .docgen import rule_text
-    from .rules import builtin_rules
+    from .ruleset import builtin_rules
 
     rules = builtin_rules()
     rule = rules.get(code)

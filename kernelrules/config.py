@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
@@ -37,6 +38,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _BLOCK_NAME = re.compile(r"(?:.*BLOCK(?:_SIZE)?(?:_[A-Z0-9]+)?|[A-Z0-9]*_?BLOCK|B[MNK]|TILE(?:_SIZE)?(?:_?[A-Z0-9]+)?)\Z")
 
 
+@lru_cache(maxsize=4096)
 def is_block_size_name(name: str) -> bool:
     """Whether a constexpr name denotes a block (tile) extent that Triton needs as a power of two.
 

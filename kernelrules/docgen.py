@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .config import KernelConfig
 from .engine import Engine
-from .rules import Rule, RuleSet, builtin_rules
+from .ruleset import Rule, RuleSet, builtin_rules
 
 
 def _example_outcome(rule: Rule, example: dict) -> tuple[str, str | None, str | None]:

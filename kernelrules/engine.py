@@ -19,22 +19,51 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from . import expr as exprlang
 from .config import KernelConfig
-from .rules import Repair, Rule, RuleSet, builtin_rules
+from .ruleset import Repair, Rule, RuleSet, builtin_rules
 
 #: Namespaces whose missing names mean "cannot judge yet" rather than "does not apply".
 DEFERRING_ROOTS = frozenset({"facts", "problem"})
 
 
-@dataclass(frozen=True)
 class Diagnostic:
-    """One finding: which rule, how bad, what it says, and the first repair it suggests."""
+    """One finding: which rule, how bad, what it says, and the first repair it suggests.
 
-    code: str
-    name: str
-    severity: str
-    message: str
-    stage: str
-    fix: str | None = None
+    The message is rendered from the rule's template when first read: judging
+    many configs only decides verdicts, and most messages are never shown.
+    """
+
+    __slots__ = ("code", "name", "severity", "stage", "fix", "_message", "_template", "_env")
+
+    def __init__(
+        self,
+        code: str,
+        name: str,
+        severity: str,
+        message: str | None = None,
+        stage: str = "config",
+        fix: str | None = None,
+        *,
+        template: Any = None,
+        env: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.code, self.name, self.severity, self.stage, self.fix = code, name, severity, stage, fix
+        self._message, self._template, self._env = message, template, env
+
+    @property
+    def message(self) -> str:
+        """The rendered message, with the numbers filled in."""
+        if self._message is None:
+            self._message = self._template.render(self._env) if self._template is not None else ""
+            self._template = self._env = None
+        return self._message
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Diagnostic):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"Diagnostic({self.code}, {self.severity}, {self.message!r})"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form shared by every command: code, name, severity, message (+ fix)."""
@@ -155,7 +184,7 @@ class Engine:
         if fired:
             fix = rule.repairs[0].description if rule.repairs else None
             verdict.diagnostics.append(
-                Diagnostic(rule.code, rule.name, rule.severity, rule.message.render(env), rule.stage, fix)
+                Diagnostic(rule.code, rule.name, rule.severity, None, rule.stage, fix, template=rule.message, env=env)
             )
 
     def check(
@@ -179,17 +208,30 @@ class Engine:
     def judge_many(
         self, configs: Iterable[KernelConfig], arch: Any, *, kernel: Mapping[str, Any] | None = None
     ) -> list[Verdict]:
-        """Judge many configs on one architecture at the config stage (the fast path)."""
-        plan = self.plan(arch)
+        """Judge many configs on one architecture at the config stage (the fast path).
+
+        A rule that does not read ``config`` gives the same outcome for every
+        config, so it is evaluated once for the whole batch.
+        """
+        configs = list(configs)
         arch_ns = arch.namespace()
         kernel_ns = kernel_namespace(kernel)
         vendor = arch.vendor
+        per_config = [r for r in self.plan(arch) if "config" in r.roots]
+        shared = Verdict(config=KernelConfig(), arch=arch.name, stage="config")
+        for rule in self.plan(arch):
+            if "config" not in rule.roots:
+                self._apply_rule(rule, {"config": {}, "arch": arch_ns, "kernel": kernel_ns, "facts": {}, "problem": {}}, shared)
         verdicts = []
         for config in configs:
             env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns, "facts": {}, "problem": {}}
             verdict = Verdict(config=config, arch=arch.name, stage="config")
-            for rule in plan:
+            for rule in per_config:
                 self._apply_rule(rule, env, verdict)
+            if shared.diagnostics or shared.deferred:
+                verdict.diagnostics.extend(shared.diagnostics)
+                verdict.deferred.extend(shared.deferred)
+                verdict.diagnostics.sort(key=lambda d: d.code)
             verdicts.append(verdict)
         return verdicts
 

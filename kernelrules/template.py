@@ -92,6 +92,8 @@ def parse_template(text: str) -> Template:
         if end < 0:
             raise TemplateError("unmatched '{' (write '{{' for a literal brace)", i)
         body = text[i + 1 : end]
+        if "{" in body:
+            raise TemplateError("unmatched '{' (write '{{' for a literal brace)", i)
         source, _, spec = body.rpartition(":") if ":" in body else (body, "", "")
         if literal:
             pieces.append("".join(literal))

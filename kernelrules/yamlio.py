@@ -74,7 +74,7 @@ def _scalar(node: yaml.ScalarNode) -> Any:
         loader.dispose()
 
 
-def load_text(text: str, source: str) -> LocatedDocument:
+def load_text(text: str, source: str, error: type[KernelrulesError] = KernelrulesError) -> LocatedDocument:
     """Parse YAML text; raise :class:`KernelrulesError` with file and line on bad syntax."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -83,9 +83,9 @@ def load_text(text: str, source: str) -> LocatedDocument:
         line = mark.line + 1 if mark else None
         col = mark.column + 1 if mark else None
         problem = exc.problem or exc.context or "invalid YAML"
-        raise KernelrulesError(f"invalid YAML: {problem}", path=source, line=line, column=col) from None
+        raise error(f"invalid YAML: {problem}", path=source, line=line, column=col) from None
     except yaml.YAMLError as exc:
-        raise KernelrulesError(f"invalid YAML: {exc}", path=source) from None
+        raise error(f"invalid YAML: {exc}", path=source) from None
     positions: dict[DocPath, Location] = {}
     if node is None:
         return LocatedDocument(None, source, text, positions)
@@ -93,7 +93,7 @@ def load_text(text: str, source: str) -> LocatedDocument:
         data = _construct(node, (), positions)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
-        raise KernelrulesError(
+        raise error(
             f"invalid YAML: {exc.problem}",
             path=source,
             line=mark.line + 1 if mark else None,
@@ -102,16 +102,18 @@ def load_text(text: str, source: str) -> LocatedDocument:
     return LocatedDocument(data, source, text, positions)
 
 
-def load_file(path: str | Path, display: str | None = None) -> LocatedDocument:
+def load_file(
+    path: str | Path, display: str | None = None, error: type[KernelrulesError] = KernelrulesError
+) -> LocatedDocument:
     """Read and parse a YAML file from disk."""
     shown = display or str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise KernelrulesError("file not found", path=shown) from None
+        raise error("file not found", path=shown) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise KernelrulesError(f"cannot read file: {exc}", path=shown) from None
-    return load_text(text, shown)
+        raise error(f"cannot read file: {exc}", path=shown) from None
+    return load_text(text, shown, error)
 
 
 def schema_error(doc: LocatedDocument, error: Any, what: str) -> KernelrulesError:

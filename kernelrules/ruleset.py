@@ -69,6 +69,11 @@ class Rule:
     examples: Mapping[str, Sequence[Mapping[str, Any]]]
     path: str
 
+    @property
+    def roots(self) -> frozenset[str]:
+        """Namespaces the condition reads; a rule that does not read ``config`` judges all configs alike."""
+        return frozenset(n.root for n in exprlang.ast.walk(self.condition.node) if isinstance(n, exprlang.Name))
+
     def applies(self, arch: Any) -> bool:
         """Whether this rule judges configs for ``arch`` (an :class:`~kernelrules.arch.Arch`)."""
         return any(selector_matches(s, arch) for s in self.applies_to)
@@ -138,11 +143,11 @@ def _schema_validator() -> jsonschema.protocols.Validator:
 def _arch_fields() -> frozenset[str] | None:
     """Every field an ``arch.*`` name may use: the union of the built-in profiles' flat keys."""
     try:
-        from .arch import list_archs
+        from .arch import list_archs, list_skus
     except ImportError:  # pragma: no cover - the arch module is part of the package
         return None
     fields: set[str] = set()
-    for arch in list_archs():
+    for arch in [*list_archs(), *list_skus()]:
         fields.update(arch.flat())
     return frozenset(fields)
 
@@ -261,7 +266,7 @@ def rule_from_document(doc: LocatedDocument, expected_code: str | None = None) -
 def load_rule_file(path: str | Path) -> Rule:
     """Load one rule file from disk (a user's own rule)."""
     path = Path(path)
-    return rule_from_document(load_file(path), expected_code=path.stem)
+    return rule_from_document(load_file(path, error=RuleFileError), expected_code=path.stem)
 
 
 @lru_cache(maxsize=1)
@@ -272,7 +277,7 @@ def builtin_rules() -> RuleSet:
         if not entry.name.endswith(".yaml"):
             continue
         text = entry.read_text(encoding="utf-8")
-        doc = load_text(text, f"rules/{entry.name}")
+        doc = load_text(text, f"rules/{entry.name}", RuleFileError)
         rules.append(rule_from_document(doc, expected_code=entry.name[: -len(".yaml")]))
     return RuleSet(rules)
 
