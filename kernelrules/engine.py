@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import expr as exprlang
 from .config import KernelConfig
@@ -196,11 +196,13 @@ class Engine:
         facts: Mapping[str, Any] | None = None,
         problem: Mapping[str, Any] | None = None,
         repair: bool = True,
+        facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
+        stage: str = "config",
     ) -> Verdict:
         """Judge one config and, when it is rejected, find the nearest config that passes."""
-        verdict = self.judge(config, arch, kernel=kernel, facts=facts, problem=problem)
+        verdict = self.judge(config, arch, kernel=kernel, facts=facts, problem=problem, stage=stage)
         if repair and verdict.rejected:
-            found = self.repair(config, arch, kernel=kernel, facts=facts, problem=problem)
+            found = self.repair(config, arch, kernel=kernel, facts=facts, problem=problem, facts_fn=facts_fn)
             if found is not None:
                 verdict.repair, verdict.repair_steps = found
         return verdict
@@ -247,12 +249,19 @@ class Engine:
         problem: Mapping[str, Any] | None = None,
         max_edits: int = 8,
         max_candidates: int = 512,
+        facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
     ) -> tuple[KernelConfig, tuple[str, ...]] | None:
-        """Breadth-first search over rule repairs for the nearest passing config."""
+        """Breadth-first search over rule repairs for the nearest passing config.
+
+        ``facts_fn`` gives each candidate its own facts (the resource model's
+        predictions); without it every candidate is judged with ``facts``.
+        """
         queue: deque[tuple[KernelConfig, tuple[str, ...]]] = deque([(config, ())])
         seen = {config.key()}
         while queue and len(seen) <= max_candidates:
             candidate, steps = queue.popleft()
+            if facts_fn is not None and steps:
+                facts = facts_fn(candidate)
             verdict = self.judge(candidate, arch, kernel=kernel, facts=facts, problem=problem)
             if not verdict.rejected:
                 return (candidate, steps) if steps else None
@@ -280,7 +289,7 @@ def apply_repair(repair: Repair, config: KernelConfig, env: Mapping[str, Any]) -
         changes: dict[str, Any] = {}
         config_ns = env["config"]
         for key, compiled in repair.set:
-            targets = list(config_ns.get("blocks", {})) if key == "@blocks" else [key]
+            targets = _repair_targets(key, config_ns, env.get("facts", {}))
             for target in targets:
                 if target not in config_ns:
                     continue
@@ -292,6 +301,16 @@ def apply_repair(repair: Repair, config: KernelConfig, env: Mapping[str, Any]) -
         removed.extend(config_ns.get("amd_options", {}) if key == "@amd_options" else [key])
     child = config.replace(changes, removed)
     return None if child.key() == config.key() else child
+
+
+def _repair_targets(key: str, config_ns: Mapping[str, Any], facts: Mapping[str, Any]) -> list[str]:
+    """Config keys a repair's ``set`` key stands for: itself, every block size, or a dot dimension."""
+    if key == "@blocks":
+        return list(config_ns.get("blocks", {}))
+    if key.startswith("@dot_"):
+        name = (facts.get("dot_dims") or {}).get(key[len("@dot_"):])
+        return [name] if name else []
+    return [key]
 
 
 _DEFAULT_ENGINE: Engine | None = None

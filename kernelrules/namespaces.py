@@ -11,18 +11,45 @@ from __future__ import annotations
 #: Facts a compile (or a prediction) provides. A rule that names a fact that is
 #: not known yet is deferred: it cannot judge at the config stage.
 FACTS: dict[str, str] = {
-    "shared_bytes": "shared memory per block, bytes (Triton's metadata.shared)",
-    "registers": "registers per thread (ptxas / cuobjdump)",
+    # where the facts come from
+    "origin": "'predicted' (resource model, no compile) or 'compiled'",
+    "predicted": "true when the facts come from the resource model rather than a compile",
+    "compile_status": "'ok', 'error' or 'timeout'",
+    "compile_message": "the compiler's message when the compile failed",
+    "compile_error_line": "source line of a compile error, when Triton names one",
+    "compile_seconds": "wall time of the compile",
+    "compile_timeout": "the time limit the compile ran under, seconds",
+    # resources
+    "shared_bytes": "shared memory per block, bytes (Triton's metadata.shared; predicted: the pipeline buffers)",
+    "shared_bytes_max": "upper bound of the predicted shared memory (buffers or the epilogue's accumulator conversion)",
+    "registers": "registers per thread (cuobjdump resource usage)",
     "spill_bytes": "local memory bytes per thread (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 4 x n_spills)",
+    "spill_stores": "bytes of spill stores reported by ptxas",
+    "spill_loads": "bytes of spill loads reported by ptxas",
+    "local_memory_ops": "LDL + STL instructions in the SASS",
+    "num_warps": "warps per block the kernel was compiled for",
+    # the dot
     "mma_path": "tensor-core path of the kernel's tl.dot: 'wgmma', 'mma_sync' or 'none'",
+    "dot_count": "number of dots in the kernel",
+    "dot_m": "M of the largest dot",
+    "dot_n": "N of the largest dot",
+    "dot_k": "K of the largest dot",
+    "dot_dims": "which constexpr sets each dimension of the largest dot: {m, n, k} -> name",
+    "dot_operand_bits": "bits per element of the largest dot's A operand",
+    "dot_fp32_fma": "a tl.dot lowered to scalar FMA (fp32 with input_precision='ieee')",
+    "fp8_upcast": "fp8 dot operands converted to a wider type before the MMA",
     "accumulator_registers_per_thread": "fp32 accumulator registers per thread of the largest tl.dot",
     "pipelined": "whether loads feeding tl.dot were turned into asynchronous copies",
+    "dot_under_branch": "a tl.dot under a branch on loaded data inside its loop",
+    "dot_under_branch_lines": "source lines of such dots",
+    "bank_conflict_ways": "worst predicted shared-memory bank conflict (1 = conflict-free)",
+    # occupancy
     "active_blocks_per_sm": "resident blocks per SM by the occupancy calculator",
     "active_warps_per_sm": "resident warps per SM by the occupancy calculator",
     "occupancy": "active warps / maximum warps per SM",
     "occupancy_limiter": "what limits occupancy: 'registers', 'shared_memory', 'warps' or 'blocks'",
-    "compile_seconds": "wall time of the compile",
-    "predicted": "true when the facts come from the resource model rather than a compile",
+    "sass_opcodes": "histogram of SASS opcodes",
+    "instruction_counts": "headline instruction counts from PTX and SASS",
 }
 
 #: Kernel-level facts known without compiling (from the launch signature).

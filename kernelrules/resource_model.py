@@ -1,0 +1,328 @@
+"""Predict a config's resources from the kernel's own TTGIR, without compiling the config.
+
+A few *probe* compiles of a kernel on an architecture show its shared-memory
+allocations (``ttg.local_alloc``) and its dots in Triton's own IR. Matching each
+dimension against the probes' constexpr values turns them into formulas of the
+constexprs (``128x64xf16`` becomes ``BLOCK_M x BLOCK_K x 2 bytes``), and comparing
+the leading buffer count with ``num_stages`` gives how many pipeline buffers this
+architecture and MMA path allocate (Triton 3.6: ``num_stages - 1`` on sm_8x and on
+Hopper's mma.sync fallback, ``num_stages`` for Hopper's wgmma). Then, per config, in
+microseconds:
+
+- ``shared_bytes``: the pipeline and staging buffers (a lower bound, exact whenever
+  the buffers outweigh the epilogue scratch);
+- ``shared_bytes_max``: an upper bound that also covers the epilogue's layout
+  conversion of the accumulator (``M x N x 4`` bytes at most);
+- ``accumulator_registers_per_thread``: fp32 accumulators per thread of the largest dot;
+- ``mma_path``: ``wgmma``, ``mma_sync`` or ``none``, with Hopper's wgmma rule (M a
+  multiple of 64 and whole warpgroups).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .analyzers.irgraph import IrGraph
+from .config import KernelConfig
+
+#: The number of pipeline stages the probes are compiled with (>= 3, so the offset is visible).
+PROBE_STAGES = 3
+
+
+class ModelError(ValueError):
+    """The probes do not determine a formula (e.g. a dimension no constexpr explains)."""
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One tile dimension: a constexpr's value or a constant."""
+
+    constexpr: str | None = None
+    constant: int | None = None
+
+    def value(self, values: Mapping[str, Any]) -> int:
+        """The dimension for a config's constexpr values."""
+        if self.constexpr is not None:
+            return int(values[self.constexpr])
+        return int(self.constant or 0)
+
+    def __str__(self) -> str:
+        return self.constexpr if self.constexpr is not None else str(self.constant)
+
+
+@dataclass(frozen=True)
+class AllocTerm:
+    """One shared allocation: a buffer's shape, element size, and how many buffers."""
+
+    dims: tuple[Dim, ...]
+    element_bits: int
+    stage_offset: int | None  # buffers = max(1, num_stages + stage_offset) when multi-buffered
+    count: int = 1  # buffers when the count does not follow num_stages
+
+    def buffers(self, num_stages: int) -> int:
+        """How many copies of the buffer a config with ``num_stages`` allocates."""
+        if self.stage_offset is None:
+            return self.count
+        return max(1, num_stages + self.stage_offset)
+
+    def bytes(self, values: Mapping[str, Any], num_stages: int) -> int:
+        """Bytes of this allocation for one config."""
+        elements = math.prod(d.value(values) for d in self.dims)
+        return elements * self.element_bits // 8 * self.buffers(num_stages)
+
+    def describe(self) -> str:
+        """A formula such as ``(num_stages - 1) x BLOCK_M x BLOCK_K x 16 bit``."""
+        shape = " x ".join(str(d) for d in self.dims)
+        if self.stage_offset is None:
+            count = str(self.count)
+        else:
+            count = "num_stages" + (f" {'+' if self.stage_offset > 0 else '-'} {abs(self.stage_offset)}" if self.stage_offset else "")
+        return f"max(1, {count}) x {shape} x {self.element_bits // 8} B" if self.stage_offset is not None else f"{count} x {shape} x {self.element_bits // 8} B"
+
+
+@dataclass(frozen=True)
+class DotTerm:
+    """One dot: its M, N, K as formulas, operand dtype and lowering (``mma`` or ``fma``)."""
+
+    m: Dim
+    n: Dim
+    k: Dim
+    a_dtype: str | None
+    acc_bits: int
+    lowering: str
+
+
+@dataclass
+class ResourceModel:
+    """What the probes taught about one kernel on one architecture."""
+
+    arch: str
+    sm: int
+    dots: tuple[DotTerm, ...]
+    paths: dict[str, tuple[AllocTerm, ...]]
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    wgmma_m_multiple: int = 64
+
+    def mma_path(self, values: Mapping[str, Any], num_warps: int) -> str:
+        """The tensor-core path Triton will take for this config."""
+        if not self.dots or all(d.lowering == "fma" for d in self.dots):
+            return "none"
+        if self.sm < 90 or self.sm >= 100:
+            return "mma_sync"
+        m = max(d.m.value(values) for d in self.dots if d.lowering != "fma")
+        if m >= self.wgmma_m_multiple and m % self.wgmma_m_multiple == 0 and num_warps % 4 == 0:
+            return "wgmma"
+        return "mma_sync"
+
+    def allocations(self, path: str) -> tuple[AllocTerm, ...]:
+        """The allocation formulas of a path; an unprobed path borrows another's with its own offset."""
+        if path in self.paths:
+            return self.paths[path]
+        if not self.paths:
+            return ()
+        other_path, terms = next(iter(self.paths.items()))
+        shift = (0 if path == "wgmma" else -1) - (0 if other_path == "wgmma" else -1)
+        return tuple(
+            AllocTerm(t.dims, t.element_bits, None if t.stage_offset is None else t.stage_offset + shift, t.count)
+            for t in terms
+        )
+
+    def predict(self, config: KernelConfig, defaults: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """Predicted facts for one config (plain values, ready for rules as ``facts.*``)."""
+        defaults = defaults or {"num_warps": 4, "num_stages": 3}
+        values = config.constexprs
+        num_warps = config.num_warps or defaults["num_warps"]
+        num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
+        try:
+            path = self.mma_path(values, num_warps)
+            shared = sum(t.bytes(values, num_stages) for t in self.allocations(path))
+            scratch = max((d.m.value(values) * d.n.value(values) * 4 for d in self.dots), default=0)
+            facts: dict[str, Any] = {
+                "predicted": True,
+                "origin": "predicted",
+                "shared_bytes": shared,
+                "shared_bytes_max": max(shared, scratch),
+                "mma_path": path,
+            }
+            if self.dots:
+                largest = max(self.dots, key=lambda d: d.m.value(values) * d.n.value(values))
+                m, n, k = largest.m.value(values), largest.n.value(values), largest.k.value(values)
+                facts["accumulator_registers_per_thread"] = m * n * largest.acc_bits // 32 // (32 * num_warps)
+                facts.update({"dot_m": m, "dot_n": n, "dot_k": k, "dot_count": len(self.dots),
+                              "dot_operand_bits": _dtype_bits(largest.a_dtype)})
+                facts["dot_dims"] = {axis: str(dim) for axis, dim in zip("mnk", (largest.m, largest.n, largest.k))
+                                     if dim.constexpr is not None}
+        except (KeyError, TypeError, ValueError):
+            return {}  # a constexpr the formula needs is missing: no prediction, rules defer
+        return facts
+
+    def describe(self) -> dict[str, Any]:
+        """The learned formulas, for reports and docs."""
+        return {
+            "arch": self.arch,
+            "dots": [f"{d.m} x {d.n} x {d.k} ({d.a_dtype}, {d.lowering})" for d in self.dots],
+            "shared": {path: [t.describe() for t in terms] for path, terms in self.paths.items()},
+            "probes": self.probes,
+        }
+
+
+def _dtype_bits(dtype: str | None) -> int:
+    """Bits of an MLIR element type name such as f16, bf16, f8E4M3FN, f32, i8."""
+    if not dtype:
+        return 16
+    if dtype.startswith(("f8", "i8", "ui8")):
+        return 8
+    digits = "".join(ch for ch in dtype if ch.isdigit())
+    return int(digits) if digits else 16
+
+
+# -- learning from probes ------------------------------------------------------------
+
+
+@dataclass
+class Probe:
+    """One compiled probe: its config and the parsed TTGIR facts we learn from."""
+
+    config: KernelConfig
+    path: str
+    dots: list[tuple[tuple[int, int, int], str | None, int, str]]  # (m, n, k), a dtype, acc bits, lowering
+    allocs: list[tuple[tuple[int, ...], int, int]]  # (buffer shape, element bits, number of buffers)
+
+
+def read_probe(config: KernelConfig, ttgir: str) -> Probe:
+    """Parse one probe's TTGIR into the shapes the model learns from."""
+    graph = IrGraph.from_text(ttgir)
+    dots = []
+    wgmma = False
+    for dot in graph.dots():
+        m, n, k = dot.mnk
+        if None in (m, n, k):
+            continue
+        wgmma = wgmma or dot.op.name == "ttng.warp_group_dot"
+        acc_bits = 32
+        if dot.c is not None and dot.c.dtype in ("f16", "bf16"):
+            acc_bits = 16
+        dots.append(((m, n, k), dot.a.dtype if dot.a else None, acc_bits, "fma" if dot.lowering == "fma" else "mma"))
+    allocs = [
+        (tuple(b.buffer_shape), b.element_bits or 0, b.num_buffers)
+        for b in graph.shared_layouts()
+        if not b.is_barrier and b.element_bits
+    ]
+    if not dots or all(d[3] == "fma" for d in dots):
+        path = "none"
+    else:
+        path = "wgmma" if wgmma else "mma_sync"
+    return Probe(config, path, dots, allocs)
+
+
+def _attribute(values_per_probe: Sequence[int], probes: Sequence[Probe], names: Sequence[str]) -> Dim:
+    """The constexpr whose value equals this dimension in every probe, else a constant."""
+    candidates = [n for n in names if all(int(p.config.constexprs.get(n, -1)) == v for p, v in zip(probes, values_per_probe))]
+    if len(candidates) == 1:
+        return Dim(constexpr=candidates[0])
+    if len(set(values_per_probe)) == 1 and not candidates:
+        return Dim(constant=values_per_probe[0])
+    if len(set(values_per_probe)) == 1 and len(probes) == 1 and candidates:
+        raise ModelError(f"dimension {values_per_probe[0]} matches several constexprs: {', '.join(candidates)}")
+    if candidates:
+        raise ModelError(f"dimension matches several constexprs in every probe: {', '.join(candidates)}")
+    raise ModelError(f"no constexpr explains a dimension taking values {list(values_per_probe)}")
+
+
+def _numeric_names(probes: Sequence[Probe]) -> list[str]:
+    names = set()
+    for p in probes:
+        names.update(k for k, v in p.config.constexprs.items() if isinstance(v, int) and not isinstance(v, bool))
+    return sorted(names)
+
+
+def _learn_dots(probes: Sequence[Probe], names: Sequence[str]) -> tuple[DotTerm, ...]:
+    counts = {len(p.dots) for p in probes}
+    if len(counts) != 1:
+        raise ModelError("probes disagree on the number of dots")
+    terms = []
+    for i in range(counts.pop()):
+        dims = [_attribute([p.dots[i][0][axis] for p in probes], probes, names) for axis in range(3)]
+        a_dtype, acc_bits, lowering = probes[0].dots[i][1], probes[0].dots[i][2], probes[0].dots[i][3]
+        terms.append(DotTerm(dims[0], dims[1], dims[2], a_dtype, acc_bits, lowering))
+    return tuple(terms)
+
+
+def _learn_allocs(probes: Sequence[Probe], names: Sequence[str]) -> tuple[AllocTerm, ...]:
+    counts = {len(p.allocs) for p in probes}
+    if len(counts) != 1:
+        raise ModelError("probes on one path disagree on their shared allocations")
+    terms = []
+    for i in range(counts.pop()):
+        shapes = [p.allocs[i][0] for p in probes]
+        if len({len(s) for s in shapes}) != 1:
+            raise ModelError("an allocation changes rank between probes")
+        dims = tuple(_attribute([s[axis] for s in shapes], probes, names) for axis in range(len(shapes[0])))
+        bits = probes[0].allocs[i][1]
+        buffers = [p.allocs[i][2] for p in probes]
+        stages = [p.config.num_stages for p in probes]
+        if all(b > 1 for b in buffers) or any(b != 1 for b in buffers):
+            offsets = {b - s for b, s in zip(buffers, stages)}
+            if len(offsets) != 1:
+                raise ModelError("the buffer count does not follow num_stages")
+            terms.append(AllocTerm(dims, bits, offsets.pop()))
+        else:
+            terms.append(AllocTerm(dims, bits, None, 1))
+    return tuple(terms)
+
+
+def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
+    """Fit a resource model to one or more probes of a kernel on one architecture."""
+    if not probes:
+        raise ModelError("no probe compiled")
+    names = _numeric_names(probes)
+    dots = _learn_dots(probes, names)
+    by_path: dict[str, list[Probe]] = {}
+    for probe in probes:
+        by_path.setdefault(probe.path, []).append(probe)
+    paths = {path: _learn_allocs(group, names) for path, group in by_path.items()}
+    features = arch.namespace()
+    return ResourceModel(
+        arch=arch.name,
+        sm=arch.sm,
+        dots=dots,
+        paths=paths,
+        probes=[{"config": p.config.to_dict(), "path": p.path} for p in probes],
+        wgmma_m_multiple=int(features.get("wgmma_m_multiple", 64) or 64),
+    )
+
+
+def choose_probes(configs: Iterable[KernelConfig], count: int = 2) -> list[KernelConfig]:
+    """Pick cheap probe configs whose block sizes tell the constexprs apart.
+
+    Prefers small tiles (fast compiles), pairwise-distinct block sizes inside a probe,
+    and, for the second probe, block sizes that all differ from the first's. Every
+    probe is compiled with ``num_stages = 3`` so the pipeline's buffer count shows.
+    """
+    pool = {}
+    for config in configs:
+        blocks = config.namespace()["blocks"]
+        if any(not isinstance(v, int) or v < 16 for v in blocks.values()):
+            continue
+        key = tuple(sorted(config.constexprs.items(), key=lambda kv: kv[0])) + (config.num_warps,)
+        pool.setdefault(key, config)
+    candidates = sorted(pool.values(), key=lambda c: (math.prod(c.namespace()["blocks"].values() or [1]), str(c)))
+    chosen: list[KernelConfig] = []
+
+    def distinct(c: KernelConfig) -> bool:
+        values = list(c.namespace()["blocks"].values())
+        return len(set(values)) == len(values)
+
+    def differs(c: KernelConfig) -> bool:
+        blocks = c.namespace()["blocks"]
+        return all(all(blocks.get(k) != p.namespace()["blocks"].get(k) for k in blocks) for p in chosen)
+
+    for test in (lambda c: distinct(c) and differs(c), differs, lambda c: True):
+        for c in candidates:
+            if len(chosen) >= count:
+                break
+            if c not in chosen and test(c):
+                chosen.append(c)
+    return [c.replace({"num_stages": PROBE_STAGES}) for c in chosen]
