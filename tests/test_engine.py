@@ -75,7 +75,7 @@ def fact_engine(tmp_path):
 def test_missing_fact_defers_instead_of_crashing(fact_engine):
     arch = load_arch("ada")
     verdict = fact_engine.judge(KernelConfig.from_dict({"num_warps": 4}), arch)
-    assert verdict.verdict == "pass" and verdict.deferred == ["TST100"]
+    assert verdict.verdict == "pass" and "TST100" in verdict.deferred
     fired = fact_engine.judge(KernelConfig.from_dict({}), arch, facts={"shared_bytes": 101377})
     assert codes(fired) == ["TST100"] and fired.diagnostics[0].message == "101377 bytes"
     assert fact_engine.judge(KernelConfig.from_dict({}), arch, facts={"shared_bytes": 101376}).verdict == "pass"
