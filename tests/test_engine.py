@@ -69,7 +69,7 @@ examples:
 def fact_engine(tmp_path):
     path = tmp_path / "TST100.yaml"
     path.write_text(textwrap.dedent(FACT_RULE))
-    return Engine(RuleSet([*builtin_rules(), load_rule_file(path)]))
+    return Engine(RuleSet([load_rule_file(path)]))
 
 
 def test_missing_fact_defers_instead_of_crashing(fact_engine):
