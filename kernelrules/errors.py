@@ -63,3 +63,15 @@ class RuleFileError(KernelrulesError):
 
 class ConfigValueError(KernelrulesError):
     """A config given on the command line or in a file cannot be understood."""
+
+
+class KernelSourceError(KernelrulesError):
+    """A kernel cannot be read from its file: missing file, syntax error, no such jit function."""
+
+
+class SignatureSpecError(KernelrulesError):
+    """A launch signature spec does not match the kernel's parameters or names an unknown type."""
+
+
+class KernelSyntaxError(KernelSourceError):
+    """The kernel's file does not parse as Python."""

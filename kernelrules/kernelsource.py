@@ -1,0 +1,441 @@
+"""Load a ``@triton.jit`` kernel from a Python file without running the user's module.
+
+Importing a user's file would run whatever it does at import time (build tensors,
+allocate GPU memory, parse command lines). kernelrules only needs the kernels, so it
+parses the file with :mod:`ast` and keeps the parts a kernel can depend on:
+
+* imports of ``triton``, ``triton.*`` and ``math``;
+* module-level constants: literals, ``tl.constexpr(<literal>)``, arithmetic of
+  those, and attribute references into the imported triton modules (``tl.float16``);
+* every function decorated with ``@triton.jit`` / ``@jit`` (and
+  ``@triton.constexpr_function``), with ``@triton.autotune`` / ``@triton.heuristics``
+  and any other decorators stripped.
+
+That reduced module is compiled with the file's own name and line numbers and run in
+a fresh module object registered in :data:`sys.modules` under a synthetic name, so
+``inspect.getsource`` (which Triton's ``JITFunction`` calls) reads the real file and
+compiler errors point at the real lines.
+
+The :attr:`KernelHandle.source_hash` covers the kernel's source, the source of every
+jit function it calls (transitively) and the module-level constants it reads, with
+their line numbers (compiled artifacts carry source locations). It is
+computed from the syntax tree alone (:func:`kernel_source_hash`), so a cache lookup
+does not have to import Triton.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import itertools
+import os
+import re
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import KernelSourceError, KernelSyntaxError
+
+#: Module names whose imports are kept (the name itself or any submodule).
+KEPT_IMPORT_ROOTS = ("triton", "math")
+
+#: Decorator names that make a function a Triton jit function (the last dotted part).
+JIT_DECORATORS = ("jit",)
+
+#: Decorator names of Triton helpers that are kept as well (they run at compile time).
+HELPER_DECORATORS = ("constexpr_function",)
+
+#: ``triton.jit`` keyword arguments that are kept when they are literals.
+KEPT_JIT_KEYWORDS = ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")
+
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class KernelHandle:
+    """A jit kernel loaded from a file: the ``JITFunction`` and where it came from."""
+
+    fn: Any
+    path: Path
+    name: str
+    line: int
+    source_hash: str
+    module_name: str
+    #: Global names the kernel reads that the reduced module does not define
+    #: (helpers imported from other modules, non-literal globals). Compiling will
+    #: fail on them; discovery reports them instead of guessing.
+    unresolved_globals: tuple[str, ...] = field(default=())
+
+
+@dataclass
+class _Reduced:
+    """The parts of one parsed file that a kernel may depend on."""
+
+    source: str
+    tree: ast.Module
+    imports: list[ast.stmt]
+    constants: dict[str, ast.stmt]
+    functions: dict[str, ast.FunctionDef]
+    plain_functions: dict[str, ast.FunctionDef]
+    import_aliases: set[str]
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _read_source(path: Path) -> str:
+    """Read the file as text, turning I/O problems into a located error."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KernelSourceError("file not found", path=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernelSourceError(f"cannot read file: {exc}", path=str(path)) from None
+
+
+def _parse(source: str, path: Path) -> ast.Module:
+    """Parse the file, turning a syntax error into a located error."""
+    try:
+        return ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise KernelSyntaxError(
+            f"syntax error: {exc.msg}", path=str(path), line=exc.lineno, column=exc.offset
+        ) from None
+
+
+def _dotted_name(node: ast.expr) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _decorator_name(node: ast.expr) -> str | None:
+    """The last dotted part of a decorator (``triton.jit(...)`` -> ``jit``)."""
+    target = node.func if isinstance(node, ast.Call) else node
+    name = _dotted_name(target)
+    return name.rsplit(".", 1)[-1] if name else None
+
+
+def _is_kept_module(module: str | None) -> bool:
+    """Whether an import of ``module`` is one kernels may rely on (``__future__`` too)."""
+    if not module:
+        return False
+    return module == "__future__" or module.split(".", 1)[0] in KEPT_IMPORT_ROOTS
+
+
+def _filter_import(node: ast.stmt) -> ast.stmt | None:
+    """The import with only triton/math names left, or None when nothing remains."""
+    if isinstance(node, ast.Import):
+        names = [alias for alias in node.names if _is_kept_module(alias.name)]
+        return ast.copy_location(ast.Import(names=names), node) if names else None
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_kept_module(node.module):
+        return node
+    return None
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    """Names an import statement binds at module level."""
+    names = []
+    for alias in node.names:  # type: ignore[attr-defined]
+        if alias.asname:
+            names.append(alias.asname)
+        elif isinstance(node, ast.Import):
+            names.append(alias.name.split(".", 1)[0])
+        else:
+            names.append(alias.name)
+    return names
+
+
+def _is_constant_expr(node: ast.expr, known: set[str], aliases: set[str]) -> bool:
+    """Whether ``node`` is a literal, ``constexpr(<literal>)`` or arithmetic of those.
+
+    Names are allowed when they refer to constants kept earlier, and dotted names
+    when they start at an imported triton/math module (``tl.float16``, ``math.pi``).
+    """
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_is_constant_expr(e, known, aliases) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _is_constant_expr(node.operand, known, aliases)
+    if isinstance(node, ast.BinOp):
+        return _is_constant_expr(node.left, known, aliases) and _is_constant_expr(node.right, known, aliases)
+    if isinstance(node, ast.Name):
+        return node.id in known
+    if isinstance(node, ast.Attribute):
+        dotted = _dotted_name(node)
+        return dotted is not None and dotted.split(".", 1)[0] in aliases
+    if isinstance(node, ast.Call):
+        name = _dotted_name(node.func)
+        return (
+            name is not None
+            and name.rsplit(".", 1)[-1] == "constexpr"
+            and not node.keywords
+            and len(node.args) == 1
+            and _is_constant_expr(node.args[0], known, aliases)
+        )
+    return False
+
+
+def _assignment_target(node: ast.stmt) -> tuple[str, ast.expr] | None:
+    """``(name, value)`` for ``NAME = value`` or ``NAME: ann = value``, else None."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id, node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        return node.target.id, node.value
+    return None
+
+
+def _strip_decorators(node: ast.FunctionDef) -> ast.FunctionDef:
+    """A copy of ``node`` whose only decorator is its jit decorator, with literal options only."""
+    kept: list[ast.expr] = []
+    for dec in node.decorator_list:
+        name = _decorator_name(dec)
+        if name in JIT_DECORATORS or name in HELPER_DECORATORS:
+            if isinstance(dec, ast.Call):
+                keywords = [
+                    kw for kw in dec.keywords
+                    if kw.arg in KEPT_JIT_KEYWORDS and _is_constant_expr(kw.value, set(), set())
+                ]
+                dec = ast.copy_location(ast.Call(func=dec.func, args=[], keywords=keywords), dec)
+            kept.append(dec)
+    new = ast.FunctionDef(
+        name=node.name, args=node.args, body=node.body, decorator_list=kept,
+        returns=node.returns, type_comment=node.type_comment,
+    )
+    if sys.version_info >= (3, 12):  # PEP 695 type parameters
+        new.type_params = getattr(node, "type_params", [])
+    return ast.copy_location(new, node)
+
+
+def _is_jit(node: ast.FunctionDef) -> bool:
+    """Whether a function carries a jit (or constexpr_function) decorator."""
+    return any(_decorator_name(d) in JIT_DECORATORS + HELPER_DECORATORS for d in node.decorator_list)
+
+
+def reduce_module(source: str, path: Path) -> _Reduced:
+    """Split a parsed file into the imports, constants and jit functions kernels may use."""
+    tree = _parse(source, path)
+    imports: list[ast.stmt] = []
+    aliases: set[str] = set()
+    constants: dict[str, ast.stmt] = {}
+    functions: dict[str, ast.FunctionDef] = {}
+    plain: dict[str, ast.FunctionDef] = {}
+    for node in tree.body:
+        kept_import = _filter_import(node)
+        if kept_import is not None:
+            imports.append(kept_import)
+            aliases.update(_bound_names(kept_import))
+            continue
+        target = _assignment_target(node)
+        if target is not None:
+            name, value = target
+            if _is_constant_expr(value, set(constants), aliases):
+                constants[name] = node
+            else:
+                constants.pop(name, None)  # a later non-literal rebinding wins at run time
+            continue
+        if isinstance(node, ast.FunctionDef):
+            (functions if _is_jit(node) else plain)[node.name] = node
+    return _Reduced(source, tree, imports, constants, functions, plain, aliases)
+
+
+# --------------------------------------------------------------------------- hashing
+
+
+def _global_loads(func: ast.FunctionDef) -> set[str]:
+    """Names a function reads that it neither binds locally nor takes as parameters.
+
+    A flow-insensitive approximation of Python's scoping, good enough for kernels.
+    """
+    local: set[str] = set()
+    args = func.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if arg is not None:
+            local.add(arg.arg)
+    loads: set[str] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else local).add(node.id)
+        elif isinstance(node, ast.FunctionDef) and node is not func:
+            local.add(node.name)
+    # Decorators are evaluated in the module scope; they are not dependencies of the body.
+    for dec in func.decorator_list:
+        for node in ast.walk(dec):
+            if isinstance(node, ast.Name):
+                loads.discard(node.id)
+    return loads - local
+
+
+def _dependencies(reduced: _Reduced, name: str) -> tuple[list[str], list[str], list[str]]:
+    """Jit functions reachable from ``name`` (itself first), the constants they read, unresolved names."""
+    seen: list[str] = []
+    consts: set[str] = set()
+    unresolved: set[str] = set()
+    stack = [name]
+    builtins = set(dir(__builtins__)) if not isinstance(__builtins__, dict) else set(__builtins__)
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.append(current)
+        for ref in sorted(_global_loads(reduced.functions[current])):
+            if ref in reduced.functions:
+                stack.append(ref)
+            elif ref in reduced.constants:
+                consts.add(ref)
+            elif ref not in reduced.import_aliases and ref not in builtins:
+                unresolved.add(ref)
+    return seen, sorted(consts), sorted(unresolved)
+
+
+def _segment(source: str, node: ast.AST) -> str:
+    """The exact source text of ``node`` (decorators of a function included)."""
+    text = ast.get_source_segment(source, node) or ast.unparse(node)
+    if isinstance(node, ast.FunctionDef):
+        decorators = [ast.get_source_segment(source, d) or ast.unparse(d) for d in node.decorator_list]
+        text = "\n".join(f"@{d}" for d in decorators) + "\n" + text
+    return text
+
+
+def _hash_reduced(reduced: _Reduced, name: str) -> tuple[str, tuple[str, ...]]:
+    """sha256 over the kernel, its transitive jit callees and the constants they read."""
+    funcs, consts, unresolved = _dependencies(reduced, name)
+    digest = hashlib.sha256()
+    for label, items in (("fn", [funcs[0], *sorted(funcs[1:])]), ("const", consts)):
+        for item in items:
+            node = reduced.functions[item] if label == "fn" else reduced.constants[item]
+            # Line numbers are part of the compiled artifacts (debug locations), so they count.
+            digest.update(f"\0{label}:{item}@{node.lineno}\0".encode())
+            digest.update(_segment(reduced.source, node).encode())
+    return digest.hexdigest(), tuple(unresolved)
+
+
+def _find_kernel(reduced: _Reduced, path: Path, name: str) -> ast.FunctionDef:
+    """The jit function ``name``, or a located error saying why it is not usable."""
+    if name in reduced.functions:
+        return reduced.functions[name]
+    if name in reduced.plain_functions:
+        node = reduced.plain_functions[name]
+        raise KernelSourceError(
+            f"function {name!r} is not decorated with @triton.jit", path=str(path), line=node.lineno,
+            hint="kernelrules reads kernels without running the file, so the decorator must be written on the def",
+        )
+    available = ", ".join(sorted(n for n, f in reduced.functions.items() if _is_kernel_jit(f))) or "none"
+    raise KernelSourceError(f"no @triton.jit function named {name!r} (jit functions: {available})", path=str(path))
+
+
+def _is_kernel_jit(node: ast.FunctionDef) -> bool:
+    """Whether a kept function is a jit function (not a constexpr_function helper)."""
+    return any(_decorator_name(d) in JIT_DECORATORS for d in node.decorator_list)
+
+
+def kernel_source_hash(path: str | os.PathLike[str], name: str) -> str:
+    """The :attr:`KernelHandle.source_hash` of kernel ``name`` in ``path``, without importing Triton."""
+    path = Path(path).resolve()
+    reduced = reduce_module(_read_source(path), path)
+    _find_kernel(reduced, path, name)
+    return _hash_reduced(reduced, name)[0]
+
+
+def list_kernels(path: str | os.PathLike[str]) -> list[str]:
+    """Names of the ``@triton.jit`` functions defined at the top level of ``path``."""
+    path = Path(path).resolve()
+    reduced = reduce_module(_read_source(path), path)
+    return [n for n, f in reduced.functions.items() if _is_kernel_jit(f)]
+
+
+# --------------------------------------------------------------------------- loading
+
+@dataclass
+class _Loaded:
+    """One file's reduced module, run once, and the handles made from it."""
+
+    module: types.ModuleType
+    reduced: _Reduced
+    handles: dict[str, KernelHandle] = field(default_factory=dict)
+
+
+#: Loaded files, by (resolved path, sha256 of the file's text): a file is parsed and
+#: run once per content, so repeated loads (one per compile job) cost a file read.
+_LOADED: dict[tuple[str, str], _Loaded] = {}
+
+
+def _plain_assignment(node: ast.stmt, name: str, value: ast.expr) -> ast.stmt:
+    """``NAME = value`` for a kept constant: an annotation could name something not kept."""
+    if isinstance(node, ast.Assign):
+        return node
+    return ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)
+
+
+def _exec_reduced(reduced: _Reduced, path: Path) -> types.ModuleType:
+    """Compile the reduced module with the file's name and run it in a fresh module."""
+    body = [*reduced.imports]
+    for node in reduced.tree.body:  # keep the file's order between constants and functions
+        target = _assignment_target(node)
+        if target is not None and reduced.constants.get(target[0]) is node:
+            body.append(_plain_assignment(node, *target))
+        elif isinstance(node, ast.FunctionDef) and reduced.functions.get(node.name) is node:
+            body.append(_strip_decorators(node))
+    module_ast = ast.Module(body=body, type_ignores=[])
+    ast.fix_missing_locations(module_ast)
+    code = compile(module_ast, str(path), "exec")
+    stem = re.sub(r"\W", "_", path.stem)
+    module_name = f"_kernelrules_src_{stem}_{os.getpid()}_{next(_counter)}"
+    module = types.ModuleType(module_name)
+    module.__file__ = str(path)
+    sys.modules[module_name] = module
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - only imports, literals and jit defs remain
+    except Exception as exc:  # noqa: BLE001 - any failure here is the file's, reported with its line
+        sys.modules.pop(module_name, None)
+        line = _traceback_line(exc, str(path))
+        raise KernelSourceError(f"cannot define the jit functions: {type(exc).__name__}: {exc}",
+                                path=str(path), line=line) from exc
+    return module
+
+
+def _traceback_line(exc: BaseException, filename: str) -> int | None:
+    """The last line of ``filename`` in the exception's traceback."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def load_kernel(path: str | os.PathLike[str], name: str) -> KernelHandle:
+    """Load jit kernel ``name`` from ``path`` without running the rest of the file.
+
+    The reduced module is loaded once per file content and reused, so a worker that
+    compiles many configs of one kernel pays for it once.
+    """
+    path = Path(path).resolve()
+    source = _read_source(path)
+    cache_key = (str(path), hashlib.sha256(source.encode()).hexdigest())
+    loaded = _LOADED.get(cache_key)
+    if loaded is not None and name in loaded.handles:
+        return loaded.handles[name]
+    reduced = loaded.reduced if loaded is not None else reduce_module(source, path)
+    node = _find_kernel(reduced, path, name)
+    if not _is_kernel_jit(node):
+        raise KernelSourceError(f"{name!r} is a constexpr_function, not a kernel", path=str(path), line=node.lineno)
+    if loaded is None:
+        loaded = _LOADED[cache_key] = _Loaded(_exec_reduced(reduced, path), reduced)
+    source_hash, unresolved = _hash_reduced(reduced, name)
+    handle = KernelHandle(
+        fn=getattr(loaded.module, name), path=path, name=name, line=node.lineno,
+        source_hash=source_hash, module_name=loaded.module.__name__, unresolved_globals=unresolved,
+    )
+    loaded.handles[name] = handle
+    return handle

@@ -1,0 +1,484 @@
+"""Compile many jobs in persistent worker processes, each compile under a time limit.
+
+Some configs take minutes to compile (a 256×256 tile with 4 warps spends them in
+ptxas), and a crash in LLVM or ptxas must not take the analyzer down. So every
+compile runs in a worker process:
+
+* workers are started once and reused (Triton is imported once per worker), each
+  as ``python -m kernelrules.pool`` in **its own session / process group**;
+* a job that runs past its time limit gets the whole group killed (``os.killpg``
+  with SIGKILL, so ptxas children die too), a ``timeout`` result, and a fresh worker;
+* a worker that dies gets an ``internal`` result for its job and is restarted;
+* each worker compiles with a private, emptied ``TRITON_CACHE_DIR`` (and ``TMPDIR``)
+  so compile times are cold and Triton's cache never hides a failure, unless a
+  shared Triton cache directory is configured.
+
+The parent talks to a worker over pipes: length-prefixed pickles of
+``(job_id, CompileJob)`` on the worker's stdin, ``(job_id, CompileResult)`` back on
+its stdout. The worker moves its own stdout/stderr aside at start so that nothing
+Triton, LLVM or ptxas prints can corrupt that channel; what a failing compile printed
+is returned in :attr:`CompileResult.log`.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from .compilejob import CompileJob, CompileResult
+
+#: Called after each finished job: ``progress(done, total, job, result)``.
+ProgressHook = Callable[[int, int, CompileJob, CompileResult], None]
+
+_HEADER = struct.Struct(">I")
+_READY = "ready"
+
+#: How long a new worker may take to import Triton and say it is ready.
+STARTUP_TIMEOUT = 120.0
+
+#: Consecutive worker start failures after which the pool gives up on remaining jobs.
+MAX_START_FAILURES = 3
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def _frame(obj: object) -> bytes:
+    """A length-prefixed pickle."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    """Exactly ``size`` bytes from a blocking fd, or None at end of file."""
+    chunks = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to a blocking fd."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _clear_directory(path: str) -> None:
+    """Remove everything inside ``path`` (the worker's private Triton cache and temp files)."""
+    for entry in os.scandir(path):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def _run_captured(job: CompileJob, capture_fd: int) -> CompileResult:
+    """Compile one job with fd 2 (C++/LLVM diagnostics) going to ``capture_fd``."""
+    from .compilejob import compile_job
+
+    os.ftruncate(capture_fd, 0)
+    os.lseek(capture_fd, 0, os.SEEK_SET)
+    use_triton_cache = os.environ.get("KERNELRULES_WORKER_USE_TRITON_CACHE") == "1"
+    result = compile_job(job, use_triton_cache=use_triton_cache)
+    if not result.ok:
+        os.lseek(capture_fd, 0, os.SEEK_SET)
+        native = os.read(capture_fd, 1 << 20).decode("utf-8", "replace")
+        if native.strip():
+            result.log = (result.log + "\n" + native).strip()[-20000:]
+    return result
+
+
+def _warm_up() -> None:
+    """Pay one-time costs before saying ready: libtriton, and the specializer's imports."""
+    import triton.compiler  # noqa: F401 - loads libtriton
+
+    try:
+        from triton.runtime.jit import mangle_type
+
+        from .specialize import _StandInPointer
+
+        mangle_type(_StandInPointer("fp16"))  # imports torch when it is installed, as a launch would
+    except Exception:  # noqa: BLE001 - only a warm-up
+        pass
+
+
+def worker_main() -> None:
+    """Serve compile requests from stdin until it closes; answer on the original stdout."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    requests = sys.stdin.buffer.fileno()
+    answers = os.dup(1)
+    capture = tempfile.TemporaryFile()
+    os.dup2(capture.fileno(), 1)  # stray prints from Triton, LLVM or ptxas go here
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
+    _warm_up()  # an import error goes to stderr, which the parent keeps for its report
+    os.dup2(capture.fileno(), 2)
+    sys.stderr = sys.stdout
+
+    clear_cache = os.environ.get("KERNELRULES_WORKER_CLEAR_CACHE") == "1"
+    cache_dir = os.environ.get("TRITON_CACHE_DIR", "")
+    _write_all(answers, _frame((_READY, os.getpid())))
+    while True:
+        header = _read_exact(requests, _HEADER.size)
+        if header is None:
+            return
+        payload = _read_exact(requests, _HEADER.unpack(header)[0])
+        if payload is None:
+            return
+        job_id, job = pickle.loads(payload)
+        try:
+            result = _run_captured(job, capture.fileno())
+        except BaseException as exc:  # noqa: BLE001 - report, then keep serving
+            result = CompileResult.failure("internal", f"worker: {type(exc).__name__}: {exc}")
+        _write_all(answers, _frame((job_id, result)))
+        if clear_cache and cache_dir:
+            _clear_directory(cache_dir)
+        tmp = os.environ.get("TMPDIR")
+        if tmp and tmp != cache_dir:
+            _clear_directory(tmp)
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+@dataclass
+class _Worker:
+    """One worker process and what it is doing."""
+
+    proc: subprocess.Popen
+    scratch: str
+    buffer: bytearray = field(default_factory=bytearray)
+    ready: bool = False
+    started: float = field(default_factory=time.monotonic)
+    job_id: int | None = None
+    job: CompileJob | None = None
+    deadline: float = 0.0
+    dispatched: float = 0.0
+
+    @property
+    def fd(self) -> int:
+        return self.proc.stdout.fileno()  # type: ignore[union-attr]
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker's whole process group (ptxas children included) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
+        pass
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
+
+
+def _stop_workers(workers: list[_Worker]) -> None:
+    """Kill every worker and remove its scratch directory (also run at interpreter exit)."""
+    for worker in workers:
+        _kill_group(worker.proc)
+        shutil.rmtree(worker.scratch, ignore_errors=True)
+    workers.clear()
+
+
+class CompilePool:
+    """Run :class:`CompileJob` s in persistent worker processes with a per-job time limit.
+
+    ``timeout`` is the default limit in seconds (a job's own ``timeout`` wins).
+    ``cache`` is a :class:`kernelrules.cache.ResultCache` (or None): hits are returned
+    without compiling and successful or deterministic failures are stored.
+    ``triton_cache_dir`` shares one Triton cache between workers instead of the
+    default private, emptied one. Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        max_workers: int | None = None,
+        timeout: float = 30.0,
+        *,
+        cache: object | None = None,
+        triton_cache_dir: str | None = None,
+        progress: ProgressHook | None = None,
+    ) -> None:
+        self.max_workers = max(1, max_workers or os.cpu_count() or 1)
+        self.timeout = timeout
+        self.cache = cache
+        self.triton_cache_dir = triton_cache_dir
+        self.progress = progress
+        self._workers: list[_Worker] = []
+        self._selector = selectors.DefaultSelector()
+        self._next_id = 0
+        self._start_failures = 0
+        self._start_error = ""
+        self._keys: dict[int, str | None] = {}
+        self._finalizer = weakref.finalize(self, _stop_workers, self._workers)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> "CompilePool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop all workers (killing any compile still running)."""
+        for worker in list(self._workers):
+            self._retire(worker)
+        self._finalizer()
+
+    def _spawn(self) -> _Worker:
+        """Start a worker in a new session, with its private Triton cache and temp dir."""
+        scratch = tempfile.mkdtemp(prefix="kernelrules-worker-")
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, TMPDIR=scratch, PYTHONUNBUFFERED="1", PYTHONPATH=python_path)
+        if self.triton_cache_dir:
+            env.update(TRITON_CACHE_DIR=self.triton_cache_dir, KERNELRULES_WORKER_USE_TRITON_CACHE="1")
+            env.pop("KERNELRULES_WORKER_CLEAR_CACHE", None)
+        else:
+            env.update(TRITON_CACHE_DIR=scratch, TRITON_ALWAYS_COMPILE="1", KERNELRULES_WORKER_CLEAR_CACHE="1")
+            env.pop("KERNELRULES_WORKER_USE_TRITON_CACHE", None)
+        with open(os.path.join(scratch, "worker-stderr.log"), "wb") as early_stderr:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kernelrules.pool"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=early_stderr,
+                start_new_session=True, env=env, close_fds=True,
+            )
+        worker = _Worker(proc=proc, scratch=scratch)
+        os.set_blocking(worker.fd, False)
+        self._selector.register(worker.fd, selectors.EVENT_READ, worker)
+        self._workers.append(worker)
+        return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        """Kill a worker and forget it."""
+        try:
+            self._selector.unregister(worker.fd)
+        except (KeyError, ValueError, OSError):
+            pass
+        _kill_group(worker.proc)
+        shutil.rmtree(worker.scratch, ignore_errors=True)
+        if worker in self._workers:
+            self._workers.remove(worker)
+
+    # ----------------------------------------------------------------- running
+
+    def run(self, jobs: Iterable[CompileJob], progress: ProgressHook | None = None) -> Iterator[tuple[CompileJob, CompileResult]]:
+        """Yield ``(job, result)`` for every job, in the order they finish.
+
+        Cache hits and jobs whose spec is invalid are answered without a worker.
+        Never hangs: every compile has a deadline and every worker death is reported.
+        """
+        hook = progress or self.progress
+        self._start_failures = 0
+        pending = list(jobs)
+        total, done = len(pending), 0
+        queue: list[tuple[CompileJob, str | None]] = []
+        for job in pending:
+            answered, key = self._answer_early(job)
+            if answered is not None:
+                done += 1
+                self._report(hook, done, total, job, answered)
+                yield job, answered
+            else:
+                queue.append((job, key))
+        try:
+            while queue or any(w.job is not None for w in self._workers):
+                self._fill_workers(queue)
+                for job, result, key in self._wait():
+                    self._store(key, result)
+                    done += 1
+                    self._report(hook, done, total, job, result)
+                    yield job, result
+                if self._start_failures >= MAX_START_FAILURES:
+                    for job, _key in queue:
+                        done += 1
+                        result = CompileResult.failure(
+                            "internal", "compile workers fail to start", self._start_error or "no output"
+                        )
+                        self._report(hook, done, total, job, result)
+                        yield job, result
+                    queue.clear()
+        finally:
+            for worker in list(self._workers):
+                if worker.job is not None:  # abandoned mid-run: its answer would be stale
+                    self._retire(worker)
+
+    def _answer_early(self, job: CompileJob) -> tuple[CompileResult | None, str | None]:
+        """A cached result, or a spec error found while computing the cache key."""
+        if self.cache is None:
+            return None, None
+        from .compilejob import _prepare_failure, prepare
+        from .errors import KernelSourceError, SignatureSpecError
+
+        start = time.perf_counter()
+        try:
+            handle, spec = prepare(job)
+        except (KernelSourceError, SignatureSpecError) as exc:
+            result = _prepare_failure(exc)
+            result.compile_seconds = time.perf_counter() - start
+            return result, None
+        except Exception:  # noqa: BLE001 - let the worker compile and classify it, uncached
+            return None, None
+        key = self.cache.key(job, handle.source_hash, spec)  # type: ignore[attr-defined]
+        return self.cache.get(key), key  # type: ignore[attr-defined]
+
+    def _store(self, key: str | None, result: CompileResult) -> None:
+        """Put a result in the cache when it does not depend on the machine's load."""
+        if self.cache is not None and key is not None:
+            self.cache.put(key, result)  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _report(hook: ProgressHook | None, done: int, total: int, job: CompileJob, result: CompileResult) -> None:
+        """Call the progress hook, if any."""
+        if hook is not None:
+            hook(done, total, job, result)
+
+    def _fill_workers(self, queue: list[tuple[CompileJob, str | None]]) -> None:
+        """Start workers up to the limit and give each ready, idle one a job."""
+        while queue and len(self._workers) < self.max_workers and len(self._workers) < len(queue) + self._busy():
+            self._spawn()
+        for worker in self._workers:
+            if queue and worker.ready and worker.job is None:
+                job, key = queue.pop(0)
+                self._dispatch(worker, job, key)
+
+    def _busy(self) -> int:
+        """How many workers are compiling now."""
+        return sum(1 for w in self._workers if w.job is not None)
+
+    def _dispatch(self, worker: _Worker, job: CompileJob, key: str | None) -> None:
+        """Send one job to an idle worker and start its clock."""
+        self._next_id += 1
+        worker.job_id, worker.job = self._next_id, job
+        self._keys[self._next_id] = key
+        worker.dispatched = time.monotonic()
+        limit = job.timeout if job.timeout is not None else self.timeout
+        worker.deadline = worker.dispatched + limit
+        try:
+            _write_all(worker.proc.stdin.fileno(), _frame((worker.job_id, job)))  # type: ignore[union-attr]
+        except OSError:
+            pass  # the worker died; _wait sees its end of file
+
+    def _wait(self) -> list[tuple[CompileJob, CompileResult, str | None]]:
+        """Wait for the next answer, end of file or deadline; return the finished jobs."""
+        now = time.monotonic()
+        deadlines = [w.deadline if w.job is not None else w.started + STARTUP_TIMEOUT
+                     for w in self._workers if w.job is not None or not w.ready]
+        wait = max(0.0, min(deadlines) - now) if deadlines else 1.0
+        finished: list[tuple[CompileJob, CompileResult, str | None]] = []
+        for selector_key, _ in self._selector.select(timeout=min(wait, 5.0)):
+            finished.extend(self._read(selector_key.data))
+        finished.extend(self._expire())
+        return finished
+
+    def _read(self, worker: _Worker) -> list[tuple[CompileJob, CompileResult, str | None]]:
+        """Read what a worker sent; handle its messages or its death."""
+        try:
+            chunk = os.read(worker.fd, 1 << 20)
+        except BlockingIOError:
+            return []
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return self._on_death(worker)
+        worker.buffer.extend(chunk)
+        finished = []
+        while len(worker.buffer) >= _HEADER.size:
+            size = _HEADER.unpack_from(worker.buffer)[0]
+            if len(worker.buffer) < _HEADER.size + size:
+                break
+            payload = bytes(worker.buffer[_HEADER.size:_HEADER.size + size])
+            del worker.buffer[:_HEADER.size + size]
+            tag, value = pickle.loads(payload)
+            if tag == _READY:
+                worker.ready = True
+                self._start_failures = 0
+            elif tag == worker.job_id and worker.job is not None:
+                finished.append((worker.job, value, self._keys.pop(tag, None)))
+                worker.job_id, worker.job = None, None
+        return finished
+
+    def _on_death(self, worker: _Worker) -> list[tuple[CompileJob, CompileResult, str | None]]:
+        """A worker closed its pipe: report its job as ``internal`` and forget it."""
+        job, job_id, was_ready = worker.job, worker.job_id, worker.ready
+        if not was_ready:
+            self._note_start_failure(worker)
+        self._retire(worker)
+        code = worker.proc.returncode
+        if job is None:
+            return []
+        self._keys.pop(job_id, None)
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        result = CompileResult.failure("internal", f"compile worker died ({how}) while compiling {job.describe()}")
+        result.compile_seconds = time.monotonic() - worker.dispatched
+        return [(job, result, None)]
+
+    def _note_start_failure(self, worker: _Worker) -> None:
+        """Count a worker that never became ready and keep what it printed (an import error)."""
+        self._start_failures += 1
+        try:
+            with open(os.path.join(worker.scratch, "worker-stderr.log"), "rb") as log:
+                self._start_error = log.read()[-4000:].decode("utf-8", "replace")
+        except OSError:
+            pass
+
+    def _expire(self) -> list[tuple[CompileJob, CompileResult, str | None]]:
+        """Kill workers past their deadline (job time limit, or start-up limit)."""
+        now = time.monotonic()
+        finished = []
+        for worker in list(self._workers):
+            if worker.job is not None and now >= worker.deadline:
+                job, elapsed = worker.job, now - worker.dispatched
+                self._keys.pop(worker.job_id, None)
+                self._retire(worker)
+                limit = worker.deadline - worker.dispatched
+                result = CompileResult.failure(
+                    "timeout", f"compile took longer than {limit:g} s: {job.describe()}", compile_seconds=elapsed
+                )
+                finished.append((job, result, None))
+            elif not worker.ready and now >= worker.started + STARTUP_TIMEOUT:
+                self._note_start_failure(worker)
+                self._retire(worker)
+        return finished
+
+
+def compile_all(
+    jobs: Iterable[CompileJob], *, max_workers: int | None = None, timeout: float = 30.0, cache: object | None = None
+) -> list[tuple[CompileJob, CompileResult]]:
+    """Compile ``jobs`` in a temporary pool; return ``(job, result)`` pairs in finishing order."""
+    with CompilePool(max_workers=max_workers, timeout=timeout, cache=cache) as pool:
+        return list(pool.run(jobs))
+
+
+if __name__ == "__main__":
+    worker_main()
