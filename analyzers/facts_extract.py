@@ -1,0 +1,218 @@
+"""One call from a compiled kernel's artifacts to the plain facts rules judge.
+
+``extract(asm, metadata)`` reads ``asm`` (``CompiledKernel.asm``: ``ttir``,
+``ttgir``, ``ptx``, ``cubin``; optionally ``ptxas_log``, the output of
+``ptxas -v``) and ``metadata`` (``CompiledKernel.metadata`` as a dict) and returns a
+JSON-ready dict. A fact that cannot be determined (artifact missing, tool missing)
+is absent, never ``None``; expected failures are listed under ``analysis_errors``.
+See docs/analyzers.md for every fact, its type and its source.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from . import ptx as ptx_reader
+from . import sass
+from .irgraph import ASYNC_LOAD_OPS, TMA_LOAD_OPS, DotInfo, IrGraph
+from .mlir import MlirParseError, Operation, parse
+from .mlir_text import dtype_bits
+from .ptx import PtxListing
+
+_MMA_PATHS = (("tcgen05_mma", "tcgen05"), ("wgmma", "wgmma"), ("mma_sync", "mma_sync"))
+_TMA_OPS = TMA_LOAD_OPS | {"ttng.async_tma_copy_local_to_global", "ttng.async_tma_scatter",
+                           "ttng.async_tma_reduce"}
+
+
+def extract(asm: Mapping[str, Any], metadata: Mapping[str, Any], run_tools: bool = True,
+            timeout: float = sass.DEFAULT_TIMEOUT) -> dict:
+    """Facts of one compiled kernel; ``run_tools=False`` skips cuobjdump (SASS facts)."""
+    facts: dict[str, Any] = {}
+    errors: list[str] = []
+    for fact, key in (("shared_bytes", "shared"), ("num_warps", "num_warps")):
+        if isinstance(metadata.get(key), int):
+            facts[fact] = metadata[key]
+    if asm.get("ttgir") or asm.get("ttir"):
+        _guard(errors, "ir", lambda: facts.update(ir_facts(asm.get("ttgir"), asm.get("ttir"), metadata)))
+    if asm.get("ptx"):
+        facts.update(ptx_facts(ptx_reader.parse(asm["ptx"])))
+    if run_tools and isinstance(asm.get("cubin"), (bytes, bytearray)):
+        _guard(errors, "cubin", lambda: facts.update(sass_facts(bytes(asm["cubin"]), timeout)))
+    if asm.get("ptxas_log"):
+        facts.update(ptxas_facts(asm["ptxas_log"], metadata.get("name")))
+    if errors:
+        facts["analysis_errors"] = errors
+    return facts
+
+
+def _guard(errors: list[str], what: str, step) -> None:
+    """Run ``step``; an expected analyzer failure becomes a note instead of an exception."""
+    try:
+        step()
+    except (MlirParseError, sass.ToolNotFound, sass.ToolFailed) as exc:
+        errors.append(f"{what}: {exc}")
+
+
+# ----------------------------------------------------------------------------- IR
+
+
+def ir_facts(ttgir: str | None, ttir: str | None, metadata: Mapping[str, Any]) -> dict:
+    """Facts from the IR graph: dots, pipelining, branches, shared layouts."""
+    graph = IrGraph(parse(ttgir or ttir))
+    dots = graph.dots()
+    facts: dict[str, Any] = {
+        "dot_count": _dot_count(ttir, dots),
+        "dot_locations": _unique(str(d.location) for d in dots if d.location),
+        "dots": [d.to_dict() for d in dots],
+        "async_copies": len(graph.module.ops_named("ttg.async_copy_global_to_local")),
+        "tma": any(op.name in _TMA_OPS for op in graph.module.operations),
+    }
+    facts.update(_largest_dot(dots))
+    if ttgir:
+        facts.update(_layout_facts(graph, dots, metadata))
+    branch = [d for d in dots if graph.dot_under_data_dependent_branch(d)]
+    facts["dot_under_branch"] = bool(branch)
+    facts["dot_under_branch_locations"] = _unique(str(d.location) for d in branch if d.location)
+    return facts
+
+
+def _layout_facts(graph: IrGraph, dots: list[DotInfo], metadata: Mapping[str, Any]) -> dict:
+    """Facts that need TTGIR (layouts chosen, pipeliner run)."""
+    facts: dict[str, Any] = {
+        "dot_fp32_fma": any(d.lowering == "fma" and _is_f32(d) for d in dots),
+        "fp8_upcast": any(_fp8_upcast(graph, d) for d in dots),
+        "shared_layouts": [b.to_dict() for b in graph.shared_layouts()],
+    }
+    looped = [d for d in dots if d.in_loop]
+    nvidia = not (graph.module.target or "").startswith("hip")  # AMD pipelines without async copies
+    if looped and nvidia:  # only a dot inside a loop has loads to pipeline
+        facts["pipelined"] = all(graph.pipelined(d) for d in looped)
+        late = [ld for d in looped for ld in _unpipelined_loads(graph, d)]
+        facts["unpipelined_load_locations"] = _unique(str(ld.location) for ld in late if ld.location)
+    accumulators = _accumulators_per_thread(graph, dots, metadata)
+    if accumulators is not None:
+        facts["accumulator_registers_per_thread"] = accumulators
+    return facts
+
+
+def _largest_dot(dots: list[DotInfo]) -> dict:
+    """``dot_m``/``dot_n``/``dot_k`` and ``dot_operand_bits`` (A's element bits) of the
+    dot with the largest M·N (then K)."""
+    sized = [d for d in dots if all(d.mnk)]
+    if not sized:
+        return {}
+    largest = max(sized, key=lambda d: (d.mnk[0] * d.mnk[1], d.mnk[2]))
+    m, n, k = largest.mnk
+    facts = {"dot_m": m, "dot_n": n, "dot_k": k}
+    bits = dtype_bits(largest.a.dtype) if largest.a else None
+    if bits:
+        facts["dot_operand_bits"] = bits
+    return facts
+
+
+def _dot_count(ttir: str | None, dots: list[DotInfo]) -> int:
+    """tl.dot calls after inlining: TTIR's dots (TTGIR may peel a loop and copy one)."""
+    if ttir:
+        try:
+            return len(IrGraph(parse(ttir)).dots())
+        except MlirParseError:
+            pass
+    return len({str(d.location) for d in dots}) if dots else 0
+
+
+def _is_f32(dot: DotInfo) -> bool:
+    return bool(dot.a and dot.b and dot.a.dtype == "f32" and dot.b.dtype == "f32")
+
+
+def _loaded_dtype(graph: IrGraph, load: Operation) -> str | None:
+    """Element type a load brings in: its result, or the buffer an async copy fills."""
+    if load.result_types and load.result_types[0] is not None and load.result_types[0].kind != "other":
+        if load.result_types[0].dtype != "!ttg.async.token":
+            return load.result_types[0].dtype
+    for value in load.operands:
+        if value is not None and value.type is not None and value.type.kind == "memdesc":
+            if value.type.dtype != "i64":
+                return value.type.dtype
+    return None
+
+
+def _fp8_upcast(graph: IrGraph, dot: DotInfo) -> bool:
+    """An fp8 load feeds the dot but the dot's operands are wider than 8 bits."""
+    widths = [o.dtype for o in (dot.a, dot.b) if o is not None]
+    if not widths or all((d or "").startswith("f8") for d in widths):
+        return False
+    return any((_loaded_dtype(graph, ld) or "").startswith("f8") for ld in graph.loads_feeding(dot))
+
+
+def _unpipelined_loads(graph: IrGraph, dot: DotInfo) -> list[Operation]:
+    """Loads feeding a dot from inside its loop that stayed synchronous."""
+    loop = graph.enclosing_loop(dot.op)
+    return [ld for ld in graph.loads_feeding(dot)
+            if loop in ld.ancestors() and ld.name not in ASYNC_LOAD_OPS]
+
+
+def _accumulators_per_thread(graph: IrGraph, dots: list[DotInfo], metadata: Mapping[str, Any]) -> int | None:
+    """M·N / (threads per warp · warps) for the largest dot (fp32 accumulator registers)."""
+    warps = metadata.get("num_warps") or graph.module.num_warps
+    lanes = metadata.get("warp_size") or graph.module.threads_per_warp or 32
+    sizes = [m * n for m, n, _ in (d.mnk for d in dots) if m and n]
+    if not sizes or not warps:
+        return None
+    return -(-max(sizes) // (lanes * warps))
+
+
+def _unique(items) -> list:
+    """Items in first-seen order, without repeats."""
+    return list(dict.fromkeys(items))
+
+
+# ----------------------------------------------------------------------------- PTX and SASS
+
+
+def ptx_facts(listing: PtxListing) -> dict:
+    """Tensor-core path and instruction mix from the PTX."""
+    classes = listing.class_counts()
+    paths = [name for key, name in _MMA_PATHS if classes.get(key)]
+    facts: dict[str, Any] = {
+        "mma_path": paths[0] if paths else "none",
+        "mma_instructions": listing.mma(),
+        "instruction_counts": dict(sorted(classes.items())),
+    }
+    if len(paths) > 1:
+        facts["mma_paths"] = paths
+    if listing.target:
+        facts["ptx_target"] = listing.target
+    for key in ("maxnreg", "reqntid", "maxntid"):
+        value = getattr(listing, key)
+        if value is not None:
+            facts[key] = list(value) if isinstance(value, tuple) else value
+    return facts
+
+
+def sass_facts(cubin: bytes, timeout: float = sass.DEFAULT_TIMEOUT) -> dict:
+    """Registers, spills and the SASS histogram from cuobjdump."""
+    usage = sass.parse_resource_usage(sass.dump_resource_usage(cubin, timeout))
+    functions = sass.parse_sass(sass.dump_sass(cubin, timeout))
+    histogram = sass.opcode_histogram(functions)
+    stores, loads = sass.local_memory_bytes(functions)
+    facts: dict[str, Any] = {
+        "sass_opcodes": dict(sorted(histogram.items())),
+        "local_memory_ops": histogram.get("LDL", 0) + histogram.get("STL", 0),
+        "spill_stores": stores,
+        "spill_loads": loads,
+    }
+    if usage:
+        # Triton cubins hold one kernel function; take the one with most registers otherwise.
+        main = max(usage.values(), key=lambda u: u.registers)
+        facts.update({"registers": main.registers, "spill_bytes": main.stack + main.local,
+                      "stack_bytes": main.stack, "local_bytes": main.local, "static_shared_bytes": main.shared})
+    return facts
+
+
+def ptxas_facts(log: str, name: str | None) -> dict:
+    """Spill store/load bytes as ``ptxas -v`` reports them (when a log was kept)."""
+    info = sass.parse_ptxas_info(log)
+    entry = info.get(name) if name in info else next(iter(info.values()), None)
+    if not entry:
+        return {}
+    return {key: entry[key] for key in ("spill_stores", "spill_loads") if key in entry}
