@@ -203,6 +203,90 @@ def _print_verdict(verdict, target) -> None:
         typer.echo("  no passing config found by the rules' repairs")
 
 
+# -- prune ---------------------------------------------------------------------------
+
+
+@app.command("prune")
+def prune_command(
+    space: Path = typer.Argument(..., help="Space file (YAML): kernel, signature, fixed values and the space."),
+    arch: str = typer.Option(..., "--arch", help="Target architecture(s), comma-separated: ada,hopper."),
+    compile: bool = typer.Option(False, "--compile", help="Also cross-compile every surviving config and judge its facts."),
+    output: OutputFormat = FormatOption,
+    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Parallel compile workers (default: CPU count)."),
+    timeout: float = typer.Option(30.0, "--timeout", help="Time limit per compile, seconds."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Compile cache directory."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary."),
+) -> None:
+    """Judge every config of a search space; exit 1 if any config is rejected."""
+    from .arch import load_arch
+    from .cache import ResultCache
+    from .prune import prune_space
+    from .space import load_space
+
+    loaded = load_space(space)
+    archs = [load_arch(name.strip(), ) for name in arch.split(",") if name.strip()]
+    cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
+    with _progress(output is OutputFormat.text and not quiet) as progress:
+        result = prune_space(loaded, archs, compile=compile, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
+    if output is OutputFormat.json:
+        _echo_json(result.to_json())
+    else:
+        _print_prune(result, quiet)
+    raise typer.Exit(1 if result.rejected else 0)
+
+
+class _progress:
+    """A rich progress bar on stderr while compiles run (off when stderr is not a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self.bar.start()
+        return self.update
+
+    def update(self, label: str, done: int, total: int) -> None:
+        if self.bar is None:
+            return
+        if label not in self.tasks:
+            self.tasks[label] = self.bar.add_task(label, total=total)
+        self.bar.update(self.tasks[label], completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _print_prune(result, quiet: bool) -> None:
+    from collections import Counter
+
+    if not quiet:
+        for record in result.rejected:
+            v = record.verdict
+            first = next(d for d in v.diagnostics if d.severity == "error")
+            line = f"{v.arch} [{v.config}] {first.code} {first.message}"
+            if v.repair is not None:
+                line += f" -> nearest passing: {v.repair}"
+            typer.echo(line)
+    for note in result.notes:
+        typer.echo(f"note: {note}")
+    by_arch = Counter((r.verdict.arch, r.verdict.verdict) for r in result.records)
+    codes = Counter((r.verdict.arch, d.code) for r in result.records for d in r.verdict.diagnostics
+                    if d.severity == "error")
+    for arch in dict.fromkeys(r.verdict.arch for r in result.records):
+        kept, rejected = by_arch[(arch, "pass")], by_arch[(arch, "reject")]
+        reasons = ", ".join(f"{code} {n}" for (a, code), n in sorted(codes.items()) if a == arch)
+        typer.echo(f"{arch}: {kept} kept, {rejected} rejected" + (f" ({reasons})" if reasons else ""))
+
+
 def main() -> None:
     """Entry point: run the app, turning user errors into one line and exit code 2."""
     try:

@@ -149,7 +149,12 @@ class ResourceModel:
             if self.dots:
                 largest = max(self.dots, key=lambda d: d.m.value(values) * d.n.value(values))
                 m, n, k = largest.m.value(values), largest.n.value(values), largest.k.value(values)
-                facts["accumulator_registers_per_thread"] = m * n * largest.acc_bits // 32 // (32 * num_warps)
+                threads = 32 * num_warps
+                facts["accumulator_registers_per_thread"] = m * n * largest.acc_bits // 32 // threads
+                bits = _dtype_bits(largest.a_dtype)
+                facts["operand_registers_per_thread"] = (m * k + k * n) * bits // 32 // threads
+                facts["register_demand_per_thread"] = (facts["accumulator_registers_per_thread"]
+                                                       + facts["operand_registers_per_thread"])
                 facts.update({"dot_m": m, "dot_n": n, "dot_k": k, "dot_count": len(self.dots),
                               "dot_operand_bits": _dtype_bits(largest.a_dtype)})
                 facts["dot_dims"] = {axis: str(dim) for axis, dim in zip("mnk", (largest.m, largest.n, largest.k))

@@ -1,0 +1,244 @@
+"""Judge every config of a search space on one or more architectures.
+
+The flow, per architecture:
+
+1. the config stage: every rule judges every config from the config, the
+   architecture and the launch signature, plus the resource model's
+   predictions (learned from a few probe compiles of the kernel itself);
+2. with ``compile=True``, every config that survives is cross-compiled in the
+   worker pool (time-limited, cached on disk) and judged again on its facts;
+3. a rejected config gets the nearest config that passes, found with the rules'
+   repairs over predicted facts (and, with ``compile=True``, confirmed by a
+   compile).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .arch import load_arch
+from .cache import ResultCache
+from .compilejob import CompileJob, CompileResult
+from .config import KernelConfig
+from .engine import Engine, Verdict, default_engine
+from .facts import compiled_facts
+from .pool import CompilePool
+from .resource_model import ModelError, ResourceModel, choose_probes, learn, read_probe
+from .space import Space, load_space
+
+#: Facts copied into the JSON record (the rest stays available in Python).
+REPORTED_FACTS = (
+    "origin", "compile_status", "compile_message", "compile_seconds", "shared_bytes", "shared_bytes_max",
+    "registers", "spill_bytes", "mma_path", "accumulator_registers_per_thread", "pipelined", "dot_m", "dot_n",
+    "dot_k", "active_blocks_per_sm", "active_warps_per_sm", "occupancy", "occupancy_limiter",
+    "bank_conflict_ways", "local_memory_ops",
+)
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class PruneRecord:
+    """The judgement of one config on one architecture."""
+
+    verdict: Verdict
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record format of ``kernelrules prune --format json``."""
+        v = self.verdict
+        return {
+            "config": v.config.to_dict(),
+            "arch": v.arch,
+            "verdict": v.verdict,
+            "stage": v.stage,
+            "diagnostics": [d.to_json() for d in v.diagnostics],
+            "facts": {k: self.facts[k] for k in REPORTED_FACTS if k in self.facts},
+            "repair": None if v.repair is None else v.repair.to_dict(),
+        }
+
+
+@dataclass
+class PruneResult:
+    """Every record, plus what the resource models learned and notes for the user."""
+
+    records: list[PruneRecord]
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def kept(self) -> list[PruneRecord]:
+        return [r for r in self.records if r.verdict.verdict == "pass"]
+
+    @property
+    def rejected(self) -> list[PruneRecord]:
+        return [r for r in self.records if r.verdict.verdict == "reject"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"results": [r.to_json() for r in self.records], "models": self.models, "notes": self.notes}
+
+
+@dataclass
+class KernelTarget:
+    """What a compile needs besides the config: the kernel file and name, signature, fixed values."""
+
+    path: Path
+    name: str
+    signature: Mapping[str, Any]
+    kernel_info: Mapping[str, Any]
+
+    def job(self, config: KernelConfig, arch: Any, timeout: float | None) -> CompileJob:
+        """The compile job of one config on one architecture."""
+        options = {k: getattr(config, k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")
+                   if getattr(config, k) is not None}
+        return CompileJob(path=str(self.path), kernel=self.name, signature=dict(self.signature),
+                          constexprs=dict(config.constexprs), options=options,
+                          target=("cuda", arch.sm, arch.flat().get("warp_size", 32)), timeout=timeout)
+
+
+class Pruner:
+    """Holds the engine, the compile pool and the learned models for one prune run."""
+
+    def __init__(self, target: KernelTarget, *, engine: Engine | None = None, jobs: int | None = None,
+                 timeout: float = 30.0, cache: ResultCache | None = None, progress: Progress | None = None):
+        self.target = target
+        self.engine = engine or default_engine()
+        self.timeout = timeout
+        self.progress = progress
+        self.pool = CompilePool(max_workers=jobs, timeout=timeout, cache=cache)
+        self.notes: list[str] = []
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # -- compiling ----------------------------------------------------------------
+
+    def compile_many(self, configs: Sequence[KernelConfig], arch: Any, label: str) -> list[CompileResult]:
+        """Compile configs in the pool; results in the order of ``configs``."""
+        jobs = [self.target.job(c, arch, self.timeout) for c in configs]
+        index = {id(job): i for i, job in enumerate(jobs)}
+        results: list[CompileResult | None] = [None] * len(jobs)
+
+        def hook(done: int, total: int, _job: CompileJob, _result: CompileResult) -> None:
+            if self.progress:
+                self.progress(label, done, total)
+
+        for job, result in self.pool.run(jobs, progress=hook):
+            results[index[id(job)]] = result
+        return [r if r is not None else CompileResult.failure("internal", "no result") for r in results]
+
+    # -- the resource model -----------------------------------------------------------
+
+    def learn_model(self, candidates: Sequence[KernelConfig], arch: Any) -> ResourceModel | None:
+        """Probe-compile a few cheap configs and fit the resource model (None when it cannot)."""
+        probes = choose_probes(candidates)
+        if not probes:
+            return None
+        read = []
+        for config, result in zip(probes, self.compile_many(probes, arch, f"probing {arch.name}")):
+            if result.ok and result.asm.get("ttgir"):
+                read.append(read_probe(config, result.asm["ttgir"]))
+        try:
+            model = learn(read, arch)
+        except ModelError as exc:
+            self.notes.append(f"{arch.name}: no resource model ({exc}); shared memory is judged after compiling")
+            return None
+        return self._complete_paths(model, read, candidates, arch)
+
+    def _complete_paths(self, model: ResourceModel, read: list, candidates: Sequence[KernelConfig],
+                        arch: Any) -> ResourceModel:
+        """On Hopper, also probe the MMA path the first probes did not take, if the space has it."""
+        missing = {}
+        for config in candidates:
+            path = model.mma_path(config.constexprs, config.num_warps or 4)
+            if path not in model.paths and path != "none" and path not in missing:
+                missing[path] = config
+        if not missing:
+            return model
+        extra = [c.replace({"num_stages": 3}) for c in choose_probes(missing.values(), count=len(missing))]
+        for config, result in zip(extra, self.compile_many(extra, arch, f"probing {arch.name}")):
+            if result.ok and result.asm.get("ttgir"):
+                read.append(read_probe(config, result.asm["ttgir"]))
+        try:
+            return learn(read, arch)
+        except ModelError:
+            return model
+
+    # -- judging ------------------------------------------------------------------
+
+    def judge_arch(self, configs: Sequence[KernelConfig], arch: Any, compile: bool,
+                   problem: Mapping[str, Any]) -> tuple[list[PruneRecord], ResourceModel | None]:
+        """All records of one architecture."""
+        kernel = dict(self.target.kernel_info)
+        plain = self.engine.judge_many(configs, arch, kernel=kernel)
+        candidates = [v.config for v in plain if not v.rejected]
+        model = self.learn_model(candidates, arch) if candidates else None
+
+        def predict(config: KernelConfig) -> dict[str, Any]:
+            return model.predict(config) if model is not None else {}
+
+        records = []
+        for config in configs:
+            facts = predict(config)
+            verdict = self.engine.check(config, arch, kernel=kernel, facts=facts, problem=problem,
+                                        facts_fn=predict)
+            records.append(PruneRecord(verdict, facts))
+        if compile:
+            survivors = [r for r in records if not r.verdict.rejected]
+            results = self.compile_many([r.verdict.config for r in survivors], arch, f"compiling {arch.name}")
+            for record, result in zip(survivors, results):
+                config = record.verdict.config
+                facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=self.timeout,
+                                       predicted=record.facts)
+                verdict = self.engine.check(config, arch, kernel=kernel, facts=facts, problem=problem,
+                                            facts_fn=predict, stage="compiled")
+                verdict.stage = "compiled"
+                record.verdict, record.facts = verdict, facts
+            self._confirm_repairs([r for r in records if r.verdict.repair is not None], arch, kernel, problem)
+        return records, model
+
+    def _confirm_repairs(self, records: list[PruneRecord], arch: Any, kernel: Mapping[str, Any],
+                         problem: Mapping[str, Any]) -> None:
+        """Compile each suggested repair once; drop the suggestion if the compiled facts reject it."""
+        repairs = {r.verdict.repair.key(): r.verdict.repair for r in records}
+        configs = list(repairs.values())
+        ok = {}
+        for config, result in zip(configs, self.compile_many(configs, arch, f"checking repairs {arch.name}")):
+            facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=self.timeout)
+            ok[config.key()] = not self.engine.judge(config, arch, kernel=kernel, facts=facts, problem=problem).rejected
+        for record in records:
+            if not ok.get(record.verdict.repair.key(), False):
+                record.verdict.repair, record.verdict.repair_steps = None, ()
+
+
+def prune_space(space: Space, archs: Sequence[Any], *, compile: bool = False, jobs: int | None = None,
+                timeout: float = 30.0, cache: ResultCache | None = None, engine: Engine | None = None,
+                progress: Progress | None = None) -> PruneResult:
+    """Judge every config of a loaded space on each architecture."""
+    target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info())
+    configs = list(space.configs())
+    pruner = Pruner(target, engine=engine, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
+    result = PruneResult(records=[])
+    try:
+        for arch in archs:
+            records, model = pruner.judge_arch(configs, arch, compile, space.problem)
+            result.records.extend(records)
+            if model is not None:
+                result.models[arch.name] = model.describe()
+    finally:
+        pruner.close()
+    result.notes.extend(pruner.notes)
+    return result
+
+
+def prune(space: str | Path | Space, arch: str | Iterable[str], *, compile: bool = False, jobs: int | None = None,
+          timeout: float = 30.0, cache_dir: str | Path | None = None, progress: Progress | None = None,
+          ) -> PruneResult:
+    """Python API of ``kernelrules prune``: a space file (or Space) and architecture names."""
+    loaded = space if isinstance(space, Space) else load_space(space)
+    names = [arch] if isinstance(arch, str) else list(arch)
+    archs = [load_arch(n) for name in names for n in name.split(",") if n.strip()]
+    cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
+    return prune_space(loaded, archs, compile=compile, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
