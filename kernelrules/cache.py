@@ -100,6 +100,7 @@ def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = No
         "constexprs": json_safe({**job.fixed, **job.constexprs}),
         "options": json_safe(dict(job.options)),
         "target": json_safe(list(job.target)),
+        "analyze": bool(getattr(job, "analyze", False)),  # entries with facts differ from bare ones
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -54,6 +54,7 @@ class CompileJob:
     target: tuple[str, int | str, int] = ("cuda", 90, 32)
     timeout: float | None = None
     fixed: Mapping[str, Any] = field(default_factory=dict)
+    analyze: bool = False
 
     def __hash__(self) -> int:
         """Hash by value (the mapping fields make the generated hash unusable)."""
@@ -98,6 +99,8 @@ class CompileResult:
     compile_seconds: float = 0.0
     from_cache: bool = False
     log: str = ""
+    facts: dict[str, Any] = field(default_factory=dict)
+    analysis_seconds: float = 0.0
 
     @classmethod
     def failure(cls, kind: str, message: str, details: str = "", **extra: Any) -> "CompileResult":
@@ -333,7 +336,23 @@ def compile_job(job: CompileJob, *, use_triton_cache: bool = False) -> CompileRe
         result.asm["ptxas_log"] = log
     result.log = output.getvalue()[-20000:] if not result.ok else ""
     result.specialization = json_safe(spec.key_data())
-    return _finish(result, start)
+    _finish(result, start)
+    if job.analyze and result.ok:
+        analyze(result)
+    return result
+
+
+def analyze(result: CompileResult) -> None:
+    """Read the artifacts into facts where the compile ran (in parallel workers), so the
+    facts are computed once and cached with the result."""
+    from .analyzers.facts_extract import extract
+
+    start = time.perf_counter()
+    try:
+        result.facts = json_safe(extract(result.asm, result.metadata))
+    except Exception as exc:  # noqa: BLE001 - analysis must never lose the compile result
+        result.facts = {"analysis_errors": [f"{type(exc).__name__}: {exc}"]}
+    result.analysis_seconds = time.perf_counter() - start
 
 
 def _finish(result: CompileResult, start: float) -> CompileResult:

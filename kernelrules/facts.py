@@ -87,7 +87,7 @@ def compiled_facts(result: Any, arch: Any, *, num_warps: int, timeout: float | N
     base = {k: v for k, v in (predicted or {}).items() if k in _KEPT_FROM_PREDICTION}
     if not result.ok:
         return {**base, **failed_compile_facts(result, timeout)}
-    facts = extract(result.asm, result.metadata)
+    facts = dict(result.facts) if getattr(result, "facts", None) else extract(result.asm, result.metadata)
     facts.update(origin="compiled", predicted=False, compile_status="ok", compile_message="",
                  compile_seconds=round(float(result.compile_seconds or 0.0), 3))
     if timeout is not None:

@@ -95,7 +95,8 @@ class KernelTarget:
                    if getattr(config, k) is not None}
         return CompileJob(path=str(self.path), kernel=self.name, signature=dict(self.signature),
                           constexprs=dict(config.constexprs), options=options,
-                          target=("cuda", arch.sm, arch.flat().get("warp_size", 32)), timeout=timeout)
+                          target=("cuda", arch.sm, arch.flat().get("warp_size", 32)), timeout=timeout,
+                          analyze=True)
 
 
 class Pruner:
@@ -213,12 +214,26 @@ class Pruner:
                 record.verdict.repair, record.verdict.repair_steps = None, ()
 
 
+def check_target(target: KernelTarget, configs: Sequence[KernelConfig], archs: Sequence[Any]) -> None:
+    """Fail early, with one clear error, when the kernel cannot be read or the signature does not fit it.
+
+    Raises :class:`~kernelrules.errors.KernelSourceError` or
+    :class:`~kernelrules.errors.SignatureSpecError` (exit code 2 on the command line).
+    """
+    from .compilejob import prepare
+
+    if not configs or not archs:
+        return
+    prepare(target.job(configs[0], archs[0], None))
+
+
 def prune_space(space: Space, archs: Sequence[Any], *, compile: bool = False, jobs: int | None = None,
                 timeout: float = 30.0, cache: ResultCache | None = None, engine: Engine | None = None,
                 progress: Progress | None = None) -> PruneResult:
     """Judge every config of a loaded space on each architecture."""
     target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info())
     configs = list(space.configs())
+    check_target(target, configs, archs)
     pruner = Pruner(target, engine=engine, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
     result = PruneResult(records=[])
     try:
