@@ -151,14 +151,14 @@ class Pruner:
     def _complete_paths(self, model: ResourceModel, read: list, candidates: Sequence[KernelConfig],
                         arch: Any) -> ResourceModel:
         """On Hopper, also probe the MMA path the first probes did not take, if the space has it."""
-        missing = {}
+        missing: dict[str, list[KernelConfig]] = {}
         for config in candidates:
             path = model.mma_path(config.constexprs, config.num_warps or 4)
-            if path not in model.paths and path != "none" and path not in missing:
-                missing[path] = config
+            if path not in model.paths and path != "none":
+                missing.setdefault(path, []).append(config)
         if not missing:
             return model
-        extra = [c.replace({"num_stages": 3}) for c in choose_probes(missing.values(), count=len(missing))]
+        extra = [probe for configs in missing.values() for probe in choose_probes(configs, count=1)]
         for config, result in zip(extra, self.compile_many(extra, arch, f"probing {arch.name}")):
             if result.ok and result.asm.get("ttgir"):
                 read.append(read_probe(config, result.asm["ttgir"]))
