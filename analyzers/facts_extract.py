@@ -25,8 +25,9 @@ _TMA_OPS = TMA_LOAD_OPS | {"ttng.async_tma_copy_local_to_global", "ttng.async_tm
 
 
 def extract(asm: Mapping[str, Any], metadata: Mapping[str, Any], run_tools: bool = True,
-            timeout: float = sass.DEFAULT_TIMEOUT) -> dict:
-    """Facts of one compiled kernel; ``run_tools=False`` skips cuobjdump (SASS facts)."""
+            timeout: float = sass.DEFAULT_TIMEOUT, sass_histogram: bool = False) -> dict:
+    """Facts of one compiled kernel; ``run_tools=False`` skips cuobjdump (SASS facts);
+    ``sass_histogram=True`` always disassembles for the full opcode histogram."""
     facts: dict[str, Any] = {}
     errors: list[str] = []
     for fact, key in (("shared_bytes", "shared"), ("num_warps", "num_warps")):
@@ -37,7 +38,7 @@ def extract(asm: Mapping[str, Any], metadata: Mapping[str, Any], run_tools: bool
     if asm.get("ptx"):
         facts.update(ptx_facts(ptx_reader.parse(asm["ptx"])))
     if run_tools and isinstance(asm.get("cubin"), (bytes, bytearray)):
-        _guard(errors, "cubin", lambda: facts.update(sass_facts(bytes(asm["cubin"]), timeout)))
+        _guard(errors, "cubin", lambda: facts.update(sass_facts(bytes(asm["cubin"]), timeout, sass_histogram)))
     if asm.get("ptxas_log"):
         facts.update(ptxas_facts(asm["ptxas_log"], metadata.get("name")))
     if errors:
@@ -189,23 +190,29 @@ def ptx_facts(listing: PtxListing) -> dict:
     return facts
 
 
-def sass_facts(cubin: bytes, timeout: float = sass.DEFAULT_TIMEOUT) -> dict:
-    """Registers, spills and the SASS histogram from cuobjdump."""
+def sass_facts(cubin: bytes, timeout: float = sass.DEFAULT_TIMEOUT, histogram: bool = False) -> dict:
+    """Registers and spills from cuobjdump's resource usage (about 2 ms); the SASS
+    disassembly (about 0.4 s for a large kernel) only when asked for or when the kernel
+    uses local memory, since only then can it hold LDL/STL."""
     usage = sass.parse_resource_usage(sass.dump_resource_usage(cubin, timeout))
-    functions = sass.parse_sass(sass.dump_sass(cubin, timeout))
-    histogram = sass.opcode_histogram(functions)
-    stores, loads = sass.local_memory_bytes(functions)
-    facts: dict[str, Any] = {
-        "sass_opcodes": dict(sorted(histogram.items())),
-        "local_memory_ops": histogram.get("LDL", 0) + histogram.get("STL", 0),
-        "spill_stores": stores,
-        "spill_loads": loads,
-    }
-    if usage:
+    facts: dict[str, Any] = {}
+    main = max(usage.values(), key=lambda u: u.registers) if usage else None
+    if main is not None:
         # Triton cubins hold one kernel function; take the one with most registers otherwise.
-        main = max(usage.values(), key=lambda u: u.registers)
         facts.update({"registers": main.registers, "spill_bytes": main.stack + main.local,
                       "stack_bytes": main.stack, "local_bytes": main.local, "static_shared_bytes": main.shared})
+    if main is not None and not histogram and main.stack + main.local == 0:
+        facts.update({"local_memory_ops": 0, "spill_stores": 0, "spill_loads": 0})
+        return facts
+    functions = sass.parse_sass(sass.dump_sass(cubin, timeout))
+    counts = sass.opcode_histogram(functions)
+    stores, loads = sass.local_memory_bytes(functions)
+    facts.update({
+        "sass_opcodes": dict(sorted(counts.items())),
+        "local_memory_ops": counts.get("LDL", 0) + counts.get("STL", 0),
+        "spill_stores": stores,
+        "spill_loads": loads,
+    })
     return facts
 
 

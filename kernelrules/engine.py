@@ -170,6 +170,9 @@ class Engine:
         return verdict
 
     def _apply_rule(self, rule: Rule, env: Mapping[str, Any], verdict: Verdict) -> None:
+        if rule.fact_names and not rule.fact_names <= env["facts"].keys():
+            verdict.deferred.append(rule.code)  # a fact it names is not known yet
+            return
         try:
             fired = rule.condition.evaluate(env)
         except exprlang.MissingName as missing:
@@ -208,27 +211,45 @@ class Engine:
         return verdict
 
     def judge_many(
-        self, configs: Iterable[KernelConfig], arch: Any, *, kernel: Mapping[str, Any] | None = None
+        self,
+        configs: Iterable[KernelConfig],
+        arch: Any,
+        *,
+        kernel: Mapping[str, Any] | None = None,
+        facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
+        stage: str = "config",
     ) -> list[Verdict]:
-        """Judge many configs on one architecture at the config stage (the fast path).
+        """Judge many configs on one architecture (the fast path; no repair).
 
-        A rule that does not read ``config`` gives the same outcome for every
-        config, so it is evaluated once for the whole batch.
+        ``facts_fn`` gives each config its facts (the resource model's predictions).
+        A rule that reads neither ``config`` nor ``facts`` gives the same outcome for
+        every config, so it is evaluated once for the whole batch.
         """
         configs = list(configs)
         arch_ns = arch.namespace()
         kernel_ns = kernel_namespace(kernel)
         vendor = arch.vendor
-        per_config = [r for r in self.plan(arch) if "config" in r.roots]
-        shared = Verdict(config=KernelConfig(), arch=arch.name, stage="config")
-        for rule in self.plan(arch):
-            if "config" not in rule.roots:
+        varying = {"config", "facts"}
+        plan = self.plan(arch)
+        shared = Verdict(config=KernelConfig(), arch=arch.name, stage=stage)
+        for rule in plan:
+            if not rule.roots & varying:
                 self._apply_rule(rule, {"config": {}, "arch": arch_ns, "kernel": kernel_ns, "facts": {}, "problem": {}}, shared)
+        dynamic = [r for r in plan if r.roots & varying]
+        by_known_facts: dict[frozenset, tuple[list[Rule], list[str]]] = {}
         verdicts = []
         for config in configs:
-            env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns, "facts": {}, "problem": {}}
-            verdict = Verdict(config=config, arch=arch.name, stage="config")
-            for rule in per_config:
+            facts = dict(facts_fn(config)) if facts_fn is not None else {}
+            known = frozenset(facts)
+            split = by_known_facts.get(known)
+            if split is None:  # which rules can judge with these facts (the same for most configs)
+                split = ([r for r in dynamic if r.fact_names <= known],
+                         [r.code for r in dynamic if not r.fact_names <= known])
+                by_known_facts[known] = split
+            active, deferred = split
+            env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns, "facts": facts, "problem": {}}
+            verdict = Verdict(config=config, arch=arch.name, stage=stage, deferred=list(deferred))
+            for rule in active:
                 self._apply_rule(rule, env, verdict)
             if shared.diagnostics or shared.deferred:
                 verdict.diagnostics.extend(shared.diagnostics)

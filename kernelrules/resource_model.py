@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from .analyzers.irgraph import IrGraph
@@ -173,6 +174,7 @@ class ResourceModel:
         }
 
 
+@lru_cache(maxsize=64)
 def _dtype_bits(dtype: str | None) -> int:
     """Bits of an MLIR element type name such as f16, bf16, f8E4M3FN, f32, i8."""
     if not dtype:

@@ -50,7 +50,7 @@ class Repair:
     remove: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Rule:
     """One loaded rule."""
 
@@ -72,11 +72,26 @@ class Rule:
     @property
     def roots(self) -> frozenset[str]:
         """Namespaces the condition reads; a rule that does not read ``config`` judges all configs alike."""
-        return frozenset(n.root for n in exprlang.ast.walk(self.condition.node) if isinstance(n, exprlang.Name))
+        return _condition_names(self)[0]
+
+    @property
+    def fact_names(self) -> frozenset[str]:
+        """The facts the condition names: the rule judges only when all of them are known."""
+        return _condition_names(self)[1]
+
+
 
     def applies(self, arch: Any) -> bool:
         """Whether this rule judges configs for ``arch`` (an :class:`~kernelrules.arch.Arch`)."""
         return any(selector_matches(s, arch) for s in self.applies_to)
+
+
+@lru_cache(maxsize=None)
+def _condition_names(rule: "Rule") -> tuple[frozenset[str], frozenset[str]]:
+    names = [n for n in exprlang.ast.walk(rule.condition.node) if isinstance(n, exprlang.Name)]
+    roots = frozenset(n.root for n in names)
+    facts = frozenset(n.parts[1] for n in names if n.root == "facts" and len(n.parts) > 1)
+    return roots, facts
 
 
 def selector_matches(selector: str, arch: Any) -> bool:

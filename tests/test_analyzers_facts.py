@@ -26,7 +26,7 @@ def facts(compiled):
     def get(name: str) -> dict:
         if name not in _FACTS:
             result = compiled(name)
-            _FACTS[name] = extract(result["asm"], result["metadata"])
+            _FACTS[name] = extract(result["asm"], result["metadata"], sass_histogram=True)
         return _FACTS[name]
     return get
 

@@ -3,8 +3,8 @@
 Property (hypothesis): for configs drawn from the example matmul's space, the
 predicted shared memory brackets the compiled ``metadata.shared``
 (``shared_bytes <= compiled <= shared_bytes_max``), equals it whenever the
-pipeline buffers dominate (``num_stages >= 2`` with ``BLOCK_K >= 32``, as in the
-H200 sweep), and the predicted MMA path and accumulator size are the compiled
+pipeline buffers dominate (``num_stages >= 3``; with one buffer the epilogue's
+layout conversion can be larger), and the predicted MMA path and accumulator size are the compiled
 ones. CI runs a few examples per architecture; ``-m slow`` runs many.
 """
 
@@ -69,7 +69,7 @@ def check_prediction(models, arch_name: str, config: KernelConfig) -> None:
     predicted = model.predict(config)
     compiled = compile_config(config, arch)
     assert predicted["shared_bytes"] <= compiled["shared"] <= predicted["shared_bytes_max"], (config, predicted)
-    if config.num_stages >= 2 and config.constexprs["BLOCK_K"] >= 32:
+    if config.num_stages >= 3:  # two or more pipeline buffers outweigh the epilogue scratch
         assert predicted["shared_bytes"] == compiled["shared"], (config, predicted, compiled["shared"])
     assert predicted["mma_path"] == compiled["mma_path"], config
     assert predicted["accumulator_registers_per_thread"] == compiled["accumulator_registers_per_thread"]
