@@ -29,7 +29,10 @@ def judging_speed() -> None:
     from kernelrules.space import load_space
 
     space = load_space(REPO / "examples" / "matmul.space.yaml")
-    configs = list(space.configs()) * 54  # 101,250 configs
+    from kernelrules.config import KernelConfig
+
+    # 101,250 distinct config objects (54 copies of the space; nothing is cached per object)
+    configs = [KernelConfig.from_dict(c.to_dict()) for c in list(space.configs()) * 54]
     target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info())
     engine = default_engine()
     for name in ("ada", "hopper"):

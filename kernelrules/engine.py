@@ -13,6 +13,7 @@ the nearest config (fewest edits) that no error rule rejects.
 
 from __future__ import annotations
 
+import gc
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -225,7 +226,16 @@ class Engine:
         A rule that reads neither ``config`` nor ``facts`` gives the same outcome for
         every config, so it is evaluated once for the whole batch.
         """
-        configs = list(configs)
+        collecting = gc.isenabled()
+        gc.disable()  # judging allocates many small acyclic objects; cyclic GC passes only cost time
+        try:
+            return self._judge_many(list(configs), arch, kernel, facts_fn, stage)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _judge_many(self, configs: list[KernelConfig], arch: Any, kernel: Mapping[str, Any] | None,
+                    facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None, stage: str) -> list[Verdict]:
         arch_ns = arch.namespace()
         kernel_ns = kernel_namespace(kernel)
         vendor = arch.vendor
@@ -236,21 +246,29 @@ class Engine:
             if not rule.roots & varying:
                 self._apply_rule(rule, {"config": {}, "arch": arch_ns, "kernel": kernel_ns, "facts": {}, "problem": {}}, shared)
         dynamic = [r for r in plan if r.roots & varying]
-        by_known_facts: dict[frozenset, tuple[list[Rule], list[str]]] = {}
+        last_keys: Any = None
+        split: tuple[list[Rule], list[str]] = ([], [])
         verdicts = []
         for config in configs:
-            facts = dict(facts_fn(config)) if facts_fn is not None else {}
-            known = frozenset(facts)
-            split = by_known_facts.get(known)
-            if split is None:  # which rules can judge with these facts (the same for most configs)
+            facts = facts_fn(config) if facts_fn is not None else {}
+            if facts.keys() != last_keys:  # which rules can judge with these facts (the same for most configs)
+                known = frozenset(facts)
                 split = ([r for r in dynamic if r.fact_names <= known],
                          [r.code for r in dynamic if not r.fact_names <= known])
-                by_known_facts[known] = split
+                last_keys = known
             active, deferred = split
             env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns, "facts": facts, "problem": {}}
             verdict = Verdict(config=config, arch=arch.name, stage=stage, deferred=list(deferred))
-            for rule in active:
-                self._apply_rule(rule, env, verdict)
+            for rule in active:  # _apply_rule, inlined: this loop is the hot path of prune
+                try:
+                    fired = rule.condition.evaluate(env)
+                except exprlang.ExprError:
+                    self._apply_rule(rule, env, verdict)  # the slow path says why
+                    continue
+                if fired:
+                    verdict.diagnostics.append(Diagnostic(
+                        rule.code, rule.name, rule.severity, None, rule.stage,
+                        rule.repairs[0].description if rule.repairs else None, template=rule.message, env=env))
             if shared.diagnostics or shared.deferred:
                 verdict.diagnostics.extend(shared.diagnostics)
                 verdict.deferred.extend(shared.deferred)

@@ -181,10 +181,13 @@ class Pruner:
             return model.predict(config) if model is not None else {}
 
         records = []
-        for config in configs:
-            facts = predict(config)
-            verdict = self.engine.check(config, arch, kernel=kernel, facts=facts, problem=problem,
-                                        facts_fn=predict)
+        for verdict in self.engine.judge_many(configs, arch, kernel=kernel, facts_fn=predict):
+            facts = predict(verdict.config)
+            if verdict.rejected:
+                found = self.engine.repair(verdict.config, arch, kernel=kernel, facts=facts, problem=problem,
+                                           facts_fn=predict)
+                if found is not None:
+                    verdict.repair, verdict.repair_steps = found
             records.append(PruneRecord(verdict, facts))
         if compile:
             survivors = [r for r in records if not r.verdict.rejected]

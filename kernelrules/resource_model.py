@@ -70,7 +70,9 @@ class AllocTerm:
 
     def bytes(self, values: Mapping[str, Any], num_stages: int) -> int:
         """Bytes of this allocation for one config."""
-        elements = math.prod(d.value(values) for d in self.dims)
+        elements = 1
+        for d in self.dims:
+            elements *= int(values[d.constexpr]) if d.constexpr is not None else int(d.constant or 0)
         return elements * self.element_bits // 8 * self.buffers(num_stages)
 
     def describe(self) -> str:
