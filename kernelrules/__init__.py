@@ -23,6 +23,8 @@ _LAZY = {
     "Verdict": ("kernelrules.engine", "Verdict"),
     "Diagnostic": ("kernelrules.engine", "Diagnostic"),
     "KernelConfig": ("kernelrules.config", "KernelConfig"),
+    "prune": ("kernelrules.prune", "prune"),
+    "load_space": ("kernelrules.space", "load_space"),
     "load_rules": ("kernelrules.ruleset", "load_rules"),
     "KernelrulesError": ("kernelrules.errors", "KernelrulesError"),
 }

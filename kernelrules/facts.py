@@ -10,11 +10,21 @@ does not say (which constexpr sets each dot dimension, for repairs) stays known.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping
 
 from .analyzers import banks
 from .analyzers.facts_extract import extract
 from .analyzers.occupancy import OccupancyLimits, occupancy
+
+
+def _located(result: Any) -> str:
+    """The compiler's one-line message, with the source line it names."""
+    message = (result.message or result.error_kind or "unknown error").strip()
+    if result.error_line and f":{result.error_line}" not in message:
+        where = f"{Path(result.error_path).name}:" if result.error_path else "line "
+        message += f" (at {where}{result.error_line})"
+    return message
 
 
 def failed_compile_facts(result: Any, timeout: float | None) -> dict[str, Any]:
@@ -23,7 +33,7 @@ def failed_compile_facts(result: Any, timeout: float | None) -> dict[str, Any]:
         "origin": "compiled",
         "predicted": False,
         "compile_status": "timeout" if result.error_kind == "timeout" else "error",
-        "compile_message": (result.message or result.error_kind or "unknown error").strip(),
+        "compile_message": _located(result),
         "compile_seconds": round(float(result.compile_seconds or 0.0), 3),
     }
     if timeout is not None:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from kernelrules.arch import load_arch
 from kernelrules.compilejob import CompileJob, compile_job
 from kernelrules.config import KernelConfig
+from kernelrules.facts import register_demand
 from kernelrules.resource_model import choose_probes, learn, read_probe
 
 MATMUL = str(Path(__file__).resolve().parent.parent / "examples" / "matmul.py")
@@ -73,6 +74,10 @@ def check_prediction(models, arch_name: str, config: KernelConfig) -> None:
         assert predicted["shared_bytes"] == compiled["shared"], (config, predicted, compiled["shared"])
     assert predicted["mma_path"] == compiled["mma_path"], config
     assert predicted["accumulator_registers_per_thread"] == compiled["accumulator_registers_per_thread"]
+    assert (predicted["dot_m"], predicted["dot_n"], predicted["dot_k"]) == (
+        compiled["dot_m"], compiled["dot_n"], compiled["dot_k"])  # DOT001, REG001/REG002 read these
+    demand = register_demand(compiled, config.num_warps)
+    assert predicted["register_demand_per_thread"] == demand["register_demand_per_thread"]
 
 
 def test_model_formulas(models):
