@@ -14,13 +14,12 @@ the nearest config (fewest edits) that no error rule rejects.
 from __future__ import annotations
 
 import gc
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import expr as exprlang
 from .config import KernelConfig
-from .ruleset import Repair, Rule, RuleSet, builtin_rules
+from .ruleset import Rule, RuleSet, builtin_rules
 
 #: Namespaces whose missing names mean "cannot judge yet" rather than "does not apply".
 DEFERRING_ROOTS = frozenset({"facts", "problem"})
@@ -290,66 +289,11 @@ class Engine:
         max_candidates: int = 512,
         facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
     ) -> tuple[KernelConfig, tuple[str, ...]] | None:
-        """Breadth-first search over rule repairs for the nearest passing config.
+        """The nearest passing config and the repair steps to it (see :mod:`kernelrules.repair`)."""
+        from .repair import nearest_passing
 
-        ``facts_fn`` gives each candidate its own facts (the resource model's
-        predictions); without it every candidate is judged with ``facts``.
-        """
-        queue: deque[tuple[KernelConfig, tuple[str, ...]]] = deque([(config, ())])
-        seen = {config.key()}
-        while queue and len(seen) <= max_candidates:
-            candidate, steps = queue.popleft()
-            if facts_fn is not None and steps:
-                facts = facts_fn(candidate)
-            verdict = self.judge(candidate, arch, kernel=kernel, facts=facts, problem=problem)
-            if not verdict.rejected:
-                return (candidate, steps) if steps else None
-            if len(steps) >= max_edits:
-                continue
-            env = self.environment(candidate, arch, kernel, facts, problem)
-            for rule in self._firing_error_rules(verdict):
-                for step in rule.repairs:
-                    child = apply_repair(step, candidate, env)
-                    if child is not None and child.key() not in seen:
-                        seen.add(child.key())
-                        queue.append((child, steps + (f"{rule.code}: {step.description}",)))
-        return None
-
-    def _firing_error_rules(self, verdict: Verdict) -> list[Rule]:
-        codes = [d.code for d in verdict.diagnostics if d.severity == "error"]
-        return [rule for code in codes if (rule := self.rules.get(code)) is not None]
-
-
-def apply_repair(repair: Repair, config: KernelConfig, env: Mapping[str, Any]) -> KernelConfig | None:
-    """Apply one repair to a config; None when it does not apply or changes nothing."""
-    try:
-        if repair.when is not None and not repair.when.evaluate(env):
-            return None
-        changes: dict[str, Any] = {}
-        config_ns = env["config"]
-        for key, compiled in repair.set:
-            targets = _repair_targets(key, config_ns, env.get("facts", {}))
-            for target in targets:
-                if target not in config_ns:
-                    continue
-                changes[target] = compiled.evaluate({**env, "value": config_ns[target]})
-    except exprlang.ExprError:
-        return None
-    removed: list[str] = []
-    for key in repair.remove:
-        removed.extend(config_ns.get("amd_options", {}) if key == "@amd_options" else [key])
-    child = config.replace(changes, removed)
-    return None if child.key() == config.key() else child
-
-
-def _repair_targets(key: str, config_ns: Mapping[str, Any], facts: Mapping[str, Any]) -> list[str]:
-    """Config keys a repair's ``set`` key stands for: itself, every block size, or a dot dimension."""
-    if key == "@blocks":
-        return list(config_ns.get("blocks", {}))
-    if key.startswith("@dot_"):
-        name = (facts.get("dot_dims") or {}).get(key[len("@dot_"):])
-        return [name] if name else []
-    return [key]
+        return nearest_passing(self, config, arch, kernel=kernel, facts=facts, problem=problem,
+                               max_edits=max_edits, max_candidates=max_candidates, facts_fn=facts_fn)
 
 
 _DEFAULT_ENGINE: Engine | None = None
@@ -407,4 +351,4 @@ def judge_examples(rule: Rule, kind: str, engine: Engine | None = None) -> list[
     return results
 
 
-__all__: Sequence[str] = ("Diagnostic", "Verdict", "Engine", "check", "apply_repair", "judge_examples")
+__all__: Sequence[str] = ("Diagnostic", "Verdict", "Engine", "check", "judge_examples")
