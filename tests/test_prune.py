@@ -152,3 +152,11 @@ def test_prune_cli_json_and_exit_codes(run_cli, small_space):
     assert {r["verdict"] for r in data["results"]} == {"pass", "reject"}
     bad = run_cli("prune", "nowhere.yaml", "--arch", "ada")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "nowhere.yaml" in bad.stderr
+
+
+def test_prune_cli_bad_space_is_one_line_exit_2(run_cli, small_space):
+    small_space.write_text(SMALL.replace("fixed:", "fixd:"))
+    result = run_cli("prune", str(small_space), "--arch", "ada")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "fixd" in result.stderr and "small.space.yaml:" in result.stderr
