@@ -1,0 +1,227 @@
+"""``[tool.kernelrules]`` settings from the nearest ``pyproject.toml``, merged with the CLI.
+
+The nearest ``pyproject.toml`` that has a ``[tool.kernelrules]`` table, searching
+upward from the first linted path, is used; without one the defaults apply.
+Keys are spelled with dashes (``fail-on``); unknown keys and values of the
+wrong type raise :class:`~kernelrules.errors.KernelrulesError` naming the file,
+the key and (found by searching the text) its line. Command-line values win
+over the file (:meth:`Settings.merge_cli`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .errors import KernelrulesError
+from .findings import SEVERITIES
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+STAGES = ("config", "compiled")
+
+
+@dataclass
+class Settings:
+    """Lint settings; empty ``select`` means every code."""
+
+    arch: list[str] = field(default_factory=list)
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    fail_on: str = "error"
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    compile_timeout: float = 30.0
+    cache_dir: str | None = None
+    stage: str = "config"
+    jobs: int | None = None
+    #: The pyproject.toml the settings came from, if any.
+    source: Path | None = None
+
+    def merge_cli(self, **overrides: Any) -> "Settings":
+        """A copy with the command-line values that were given (``None`` means not given).
+
+        Keys may use dashes or underscores. Values are checked like the file's.
+        """
+        known = {f.name for f in fields(self)} - {"source"}
+        changes: dict[str, Any] = {}
+        for key, value in overrides.items():
+            name = key.replace("-", "_")
+            if name not in known:
+                raise KernelrulesError(f"unknown setting {key!r}")
+            if value is not None:
+                try:
+                    changes[name] = _CHECKS[name](value, f"--{name.replace('_', '-')}")
+                except ValueError as exc:
+                    raise KernelrulesError(str(exc)) from None
+        return replace(self, **changes)
+
+    def is_enabled(self, code: str, path: str | None = None) -> bool:
+        """Whether ``code`` is reported (in ``path``): selected, and not ignored there."""
+        selected = not self.select or _matches(code, self.select) or _matches(code, self.extend_select)
+        if not selected or _matches(code, self.ignore):
+            return False
+        return path is None or not _matches(code, self.ignores_for(path))
+
+    def ignores_for(self, path: str) -> list[str]:
+        """The ``per-file-ignores`` codes whose glob matches ``path``.
+
+        Globs are matched against the path relative to the pyproject's
+        directory (with ``/``), and against the path as given.
+        """
+        candidates = {Path(path).as_posix()}
+        if self.source is not None:
+            try:
+                candidates.add(Path(path).resolve().relative_to(self.source.parent.resolve()).as_posix())
+            except ValueError:
+                pass
+        return [code for glob, codes in self.per_file_ignores.items()
+                if any(fnmatch.fnmatch(c, glob) for c in candidates) for code in codes]
+
+
+def _matches(code: str, prefixes: Sequence[str]) -> bool:
+    """Whether ``code`` starts with one of ``prefixes`` (``ALL`` matches all)."""
+    return any(p == "ALL" or code.upper().startswith(p) for p in prefixes)
+
+
+# -- value checks: each returns the normalised value or raises ValueError ---------------
+
+
+def _code_list(value: Any, key: str) -> list[str]:
+    """A list of codes or code prefixes, or one comma-separated string of them."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} must be a list of strings or a comma-separated string")
+    return [v.strip().upper() for v in value if v.strip()]
+
+
+def _arch_list(value: Any, key: str) -> list[str]:
+    """Architecture names: a list or a comma-separated string (resolved later)."""
+    return [a.lower() for a in _code_list(value, key)]
+
+
+def _choice(options: Sequence[str]) -> Callable[[Any, str], str]:
+    """A check that the value is one of ``options``."""
+
+    def check(value: Any, key: str) -> str:
+        if value not in options:
+            raise ValueError(f"{key} must be one of {', '.join(options)}, not {value!r}")
+        return value
+
+    return check
+
+
+def _positive_number(value: Any, key: str) -> float:
+    """A number of seconds above zero."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"{key} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _positive_int(value: Any, key: str) -> int:
+    """A whole number above zero."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{key} must be a positive integer, not {value!r}")
+    return value
+
+
+def _text(value: Any, key: str) -> str:
+    """A non-empty string."""
+    if not isinstance(value, (str, Path)) or not str(value):
+        raise ValueError(f"{key} must be a non-empty string, not {value!r}")
+    return str(value)
+
+
+def _glob_table(value: Any, key: str) -> dict[str, list[str]]:
+    """``{glob: [codes]}``."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{key} must be a table of glob = [codes]")
+    return {str(glob): _code_list(codes, f"{key}.{glob}") for glob, codes in value.items()}
+
+
+_CHECKS: dict[str, Callable[[Any, str], Any]] = {
+    "arch": _arch_list,
+    "select": _code_list,
+    "ignore": _code_list,
+    "extend_select": _code_list,
+    "fail_on": _choice(SEVERITIES),
+    "per_file_ignores": _glob_table,
+    "compile_timeout": _positive_number,
+    "cache_dir": _text,
+    "stage": _choice(STAGES),
+    "jobs": _positive_int,
+}
+
+#: The keys of ``[tool.kernelrules]``, as spelled in the file.
+KEYS = tuple(name.replace("_", "-") for name in _CHECKS)
+
+
+# -- reading the file --------------------------------------------------------------------
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The line of ``key = ...`` in the ``[tool.kernelrules]`` part of ``text`` (tomllib has no positions)."""
+    in_table = False
+    pattern = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            in_table = stripped.startswith("[tool.kernelrules")
+            if in_table and stripped.rstrip("]").endswith(key):
+                return number
+        elif in_table and pattern.match(line):
+            return number
+    return None
+
+
+def find_pyproject(start: str | Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` that has ``[tool.kernelrules]``."""
+    here = Path(start).resolve()
+    for directory in [here, *here.parents] if here.is_dir() else here.parents:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file() and "tool" in (doc := _load_toml(candidate)) and "kernelrules" in doc["tool"]:
+            return candidate
+    return None
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    """Parse one TOML file, turning a syntax error into a :class:`KernelrulesError`."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise KernelrulesError(f"invalid TOML: {exc}", path=str(path)) from None
+
+
+def parse_table(table: Mapping[str, Any], path: Path, text: str = "") -> Settings:
+    """Settings from a ``[tool.kernelrules]`` table; errors name ``path``, the key and its line."""
+    if not isinstance(table, Mapping):
+        raise KernelrulesError("[tool.kernelrules] must be a table", path=str(path))
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in KEYS:
+            raise KernelrulesError(f"unknown key {key!r} in [tool.kernelrules]", path=str(path),
+                                   line=key_line(text, key), hint=f"known keys: {', '.join(KEYS)}")
+        name = key.replace("-", "_")
+        try:
+            values[name] = _CHECKS[name](value, key)
+        except ValueError as exc:
+            raise KernelrulesError(str(exc), path=str(path), line=key_line(text, key)) from None
+    if "cache_dir" in values:
+        values["cache_dir"] = str((path.parent / values["cache_dir"]).resolve())
+    return Settings(**values, source=path)
+
+
+def load_settings(paths: Sequence[str | Path] = ()) -> Settings:
+    """Settings from the pyproject nearest the first of ``paths`` (or the working directory)."""
+    pyproject = find_pyproject(paths[0] if paths else Path.cwd())
+    if pyproject is None:
+        return Settings()
+    text = pyproject.read_text(encoding="utf-8")
+    return parse_table(tomllib.loads(text)["tool"]["kernelrules"], pyproject, text)
