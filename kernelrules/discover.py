@@ -1,0 +1,441 @@
+"""Find Triton kernels in Python files by reading them, never by running them.
+
+:func:`discover` walks files and directories, parses each ``*.py`` file with
+:mod:`ast` and returns every top-level function decorated with ``@triton.jit``
+(under any import alias: ``import triton as tt``, ``from triton import jit``), with:
+
+* its parameters (``tl.constexpr`` annotations marked), ``do_not_specialize``;
+* its ``@triton.autotune`` configs, evaluated by the safe interpreter of
+  :mod:`kernelrules.autotune_eval`, with the source position of each
+  ``triton.Config(...)`` call, the ``key`` and the ``prune_configs_by`` text;
+* its ``@triton.heuristics`` lambdas (as source text);
+* the jit helpers it calls in the same file and the module-level constants it reads.
+
+Files that cannot be read or parsed, and autotune arguments that cannot be evaluated
+statically, become :class:`Problem` entries; discovery itself never raises for them.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from .autotune_eval import ConfigEvaluator, ConfigSite, ModuleScope, Unsupported
+from .kernelsource import _dotted_name, _global_loads
+
+#: Directory names never descended into.
+SKIPPED_DIRS = frozenset({"__pycache__", ".venv", "venv", "site-packages", "node_modules"})
+
+#: Hint appended when configs cannot be evaluated statically.
+CONFIGS_HINT = "use --import or a spec file"
+
+#: Literal types a module-level constant may have to be reported in ``constexpr_globals``.
+_LITERAL_TYPES = (int, float, bool, str, type(None), tuple)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something discovery could not read: a file, or part of a kernel's decorators."""
+
+    path: Path
+    line: int | None
+    column: int | None
+    message: str
+    kind: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}:{self.column}" if self.line is not None else str(self.path)
+        return f"{where}: {self.kind}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter as written in the ``def``."""
+
+    name: str
+    position: int
+    constexpr: bool
+    annotation: str | None = None
+    default: Any = None
+    has_default: bool = False
+
+
+@dataclass
+class AutotuneInfo:
+    """What ``@triton.autotune(...)`` says, as far as it can be read statically."""
+
+    line: int
+    configs: list[ConfigSite] = field(default_factory=list)
+    key: list[str] = field(default_factory=list)
+    prune_configs_by: str | None = None
+    configs_error: str | None = None
+
+
+@dataclass
+class DiscoveredKernel:
+    """One ``@triton.jit`` function found in a file."""
+
+    path: Path
+    name: str
+    line: int
+    column: int
+    decorator_line: int
+    params: list[Param]
+    do_not_specialize: list[str] = field(default_factory=list)
+    autotune: AutotuneInfo | None = None
+    heuristics: dict[str, str] = field(default_factory=dict)
+    helpers: list[str] = field(default_factory=list)
+    constexpr_globals: dict[str, Any] = field(default_factory=dict)
+
+    def param(self, name: str) -> Param | None:
+        """The parameter called ``name``, or None."""
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def runtime_params(self) -> list[Param]:
+        """Parameters that are not constexprs (the ones a launch signature types)."""
+        return [p for p in self.params if not p.constexpr]
+
+
+@dataclass
+class DiscoveryResult:
+    """Every kernel found, and every problem met on the way, in path and line order."""
+
+    kernels: list[DiscoveredKernel] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def by_name(self, name: str) -> list[DiscoveredKernel]:
+        """Kernels called ``name`` (one per file that defines it)."""
+        return [k for k in self.kernels if k.name == name]
+
+
+# --------------------------------------------------------------------------- files
+
+
+def iter_python_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Files named, and ``*.py`` files under directories named, sorted and without duplicates."""
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        candidates = _walk(path) if path.is_dir() else [path]
+        for candidate in candidates:
+            if candidate not in seen:
+                seen.add(candidate)
+                yield candidate
+
+
+def _walk(root: Path) -> list[Path]:
+    """``*.py`` files under ``root``, skipping hidden and tool directories."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
+        found.extend(Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py"))
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------- imports
+
+
+@dataclass
+class ImportTable:
+    """Names a module binds by import, mapped to the dotted names they stand for."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_module(cls, tree: ast.Module) -> "ImportTable":
+        """Collect absolute imports at module level (also inside ``if``/``try`` blocks)."""
+        table = cls()
+        for node in _module_statements(tree.body):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        table.aliases[alias.asname] = alias.name
+                    else:
+                        root = alias.name.split(".", 1)[0]
+                        table.aliases[root] = root
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    table.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        return table
+
+    def resolve(self, dotted: str) -> str:
+        """The canonical dotted name of ``dotted`` as written (``tt.Config`` -> ``triton.Config``)."""
+        first, dot, rest = dotted.partition(".")
+        if first in self.aliases:
+            return self.aliases[first] + dot + rest
+        return dotted
+
+    def canonical(self, node: ast.expr) -> str | None:
+        """The canonical name of a Name/Attribute chain, or of a call's callee."""
+        target = node.func if isinstance(node, ast.Call) else node
+        dotted = _dotted_name(target)
+        return self.resolve(dotted) if dotted else None
+
+
+def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements at module level, descending into ``if``/``try``/``with`` but not into defs."""
+    for node in body:
+        yield node
+        for attr in ("body", "orelse", "finalbody"):
+            if isinstance(node, (ast.If, ast.Try, ast.With)) and hasattr(node, attr):
+                yield from _module_statements(getattr(node, attr))
+        if isinstance(node, ast.Try):
+            for handler in node.handlers:
+                yield from _module_statements(handler.body)
+
+
+def _is_triton(canonical: str | None, last: str) -> bool:
+    """Whether ``canonical`` is ``triton.<...>.<last>``."""
+    return bool(canonical) and canonical.split(".", 1)[0] == "triton" and canonical.rsplit(".", 1)[-1] == last
+
+
+def is_constexpr_annotation(node: ast.expr | None, imports: ImportTable) -> bool:
+    """Whether an annotation is ``tl.constexpr`` under any alias, bare ``constexpr``, or such a string."""
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return False
+    dotted = _dotted_name(node)
+    if dotted is None:
+        return False
+    # ``tl.constexpr`` is accepted even where ``tl`` is not imported (string annotations).
+    return dotted in ("constexpr", "tl.constexpr") or _is_triton(imports.resolve(dotted), "constexpr")
+
+
+# --------------------------------------------------------------------------- module
+
+
+@dataclass
+class ParsedModule:
+    """One parsed file and the module-level names kernels and configs may use."""
+
+    path: Path
+    source: str
+    tree: ast.Module
+    imports: ImportTable
+    constants: dict[str, ast.expr]
+    jit_functions: dict[str, ast.FunctionDef]
+    plain_functions: dict[str, ast.FunctionDef]
+
+    def scope(self) -> ModuleScope:
+        """What the config evaluator may read from this module."""
+        return ModuleScope(self.constants, self.plain_functions, self.imports.resolve)
+
+    def segment(self, node: ast.AST) -> str:
+        """Source text of ``node``."""
+        return ast.get_source_segment(self.source, node) or ast.unparse(node)
+
+
+def parse_module(path: Path, source: str) -> ParsedModule:
+    """Parse ``source`` (raises :class:`SyntaxError`) and index its module-level names."""
+    tree = ast.parse(source, filename=str(path))
+    imports = ImportTable.from_module(tree)
+    constants: dict[str, ast.expr] = {}
+    jit: dict[str, ast.FunctionDef] = {}
+    plain: dict[str, ast.FunctionDef] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            constants[node.targets[0].id] = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            constants[node.target.id] = node.value
+        elif isinstance(node, ast.FunctionDef):
+            is_jit = any(_is_triton(imports.canonical(d), "jit") for d in node.decorator_list)
+            (jit if is_jit else plain)[node.name] = node
+    return ParsedModule(path, source, tree, imports, constants, jit, plain)
+
+
+def read_module(path: Path) -> ParsedModule | Problem:
+    """Read and parse one file, or the :class:`Problem` that prevented it."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return Problem(path, None, None, f"cannot read file: {exc}", "unreadable-file")
+    try:
+        return parse_module(path, source)
+    except SyntaxError as exc:
+        return Problem(path, exc.lineno, exc.offset, f"syntax error: {exc.msg}", "syntax-error")
+    except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
+        return Problem(path, None, None, f"cannot parse file: {exc}", "syntax-error")
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+def _params(func: ast.FunctionDef, imports: ImportTable, module: ParsedModule) -> list[Param]:
+    """The function's parameters in order, with constexpr flags and literal defaults."""
+    spec = func.args
+    positional = [*spec.posonlyargs, *spec.args]
+    defaults: dict[str, ast.expr] = dict(zip([a.arg for a in positional[len(positional) - len(spec.defaults):]], spec.defaults))
+    defaults.update({a.arg: d for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None})
+    params = []
+    for position, arg in enumerate([*positional, *spec.kwonlyargs]):
+        default_node = defaults.get(arg.arg)
+        default: Any = None
+        if default_node is not None:
+            try:
+                default = ast.literal_eval(default_node)
+            except (ValueError, SyntaxError, TypeError):
+                default = None
+        params.append(Param(
+            name=arg.arg, position=position,
+            constexpr=is_constexpr_annotation(arg.annotation, imports),
+            annotation=module.segment(arg.annotation) if arg.annotation is not None else None,
+            default=default, has_default=default_node is not None,
+        ))
+    return params
+
+
+def _do_not_specialize(decorator: ast.expr, params: list[Param], module: ParsedModule, problems: list[Problem]) -> list[str]:
+    """Names from ``@triton.jit(do_not_specialize=[...])``; indices become names."""
+    if not isinstance(decorator, ast.Call):
+        return []
+    names: list[str] = []
+    for kw in decorator.keywords:
+        if kw.arg != "do_not_specialize":
+            continue
+        try:
+            items = ast.literal_eval(kw.value)
+        except (ValueError, SyntaxError, TypeError):
+            problems.append(Problem(module.path, kw.value.lineno, kw.value.col_offset,
+                                    "do_not_specialize is not a literal list", "unparseable-jit-options"))
+            continue
+        for item in items if isinstance(items, (list, tuple)) else [items]:
+            if isinstance(item, int) and 0 <= item < len(params):
+                names.append(params[item].name)
+            elif isinstance(item, str) and any(p.name == item for p in params):
+                names.append(item)
+            else:
+                problems.append(Problem(module.path, kw.value.lineno, kw.value.col_offset,
+                                        f"do_not_specialize names no parameter: {item!r}", "unparseable-jit-options"))
+    return names
+
+
+def _call_argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    """A call's argument given by keyword ``name`` or at ``position``."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return call.args[position] if len(call.args) > position else None
+
+
+def _autotune(decorator: ast.Call, module: ParsedModule, problems: list[Problem]) -> AutotuneInfo:
+    """Read ``@triton.autotune(configs, key, prune_configs_by=...)``."""
+    info = AutotuneInfo(line=decorator.lineno)
+    configs_node = _call_argument(decorator, "configs", 0)
+    key_node = _call_argument(decorator, "key", 1)
+    prune_node = _call_argument(decorator, "prune_configs_by", 2)
+    if prune_node is not None and not (isinstance(prune_node, ast.Constant) and prune_node.value is None):
+        info.prune_configs_by = module.segment(prune_node)
+    if configs_node is None:
+        info.configs_error = "@triton.autotune has no configs argument"
+    else:
+        try:
+            info.configs = ConfigEvaluator(module.scope()).configs(configs_node)
+        except Unsupported as exc:
+            info.configs_error = f"{exc}; {CONFIGS_HINT}"
+        except RecursionError:
+            info.configs_error = f"configs nest too deeply to evaluate; {CONFIGS_HINT}"
+    if info.configs_error:
+        node = configs_node or decorator
+        problems.append(Problem(module.path, node.lineno, node.col_offset, info.configs_error, "unparseable-autotune"))
+    if key_node is not None:
+        try:
+            key = ConfigEvaluator(module.scope()).eval(key_node, {})
+            info.key = [str(k) for k in key]
+        except (Unsupported, TypeError) as exc:
+            problems.append(Problem(module.path, key_node.lineno, key_node.col_offset,
+                                    f"autotune key cannot be read: {exc}", "unparseable-autotune"))
+    return info
+
+
+def _heuristics(decorator: ast.Call, module: ParsedModule, problems: list[Problem]) -> dict[str, str]:
+    """``constexpr name -> lambda source`` from ``@triton.heuristics({...})``."""
+    node = _call_argument(decorator, "values", 0)
+    if isinstance(node, ast.Name) and isinstance(module.constants.get(node.id), ast.Dict):
+        node = module.constants[node.id]
+    if not isinstance(node, ast.Dict) or any(not (isinstance(k, ast.Constant) and isinstance(k.value, str)) for k in node.keys):
+        where = node or decorator
+        problems.append(Problem(module.path, where.lineno, where.col_offset,
+                                "@triton.heuristics argument is not a literal dict with string keys", "unparseable-heuristics"))
+        return {}
+    return {k.value: module.segment(v) for k, v in zip(node.keys, node.values)}  # type: ignore[union-attr]
+
+
+def _helpers(module: ParsedModule, name: str) -> list[str]:
+    """Jit functions of the same file reachable by calls from ``name`` (transitively), in discovery order."""
+    found: list[str] = []
+    stack = [name]
+    while stack:
+        current = stack.pop(0)
+        for node in ast.walk(module.jit_functions[current]):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                callee = node.func.id
+                if callee in module.jit_functions and callee != name and callee not in found:
+                    found.append(callee)
+                    stack.append(callee)
+    return found
+
+
+def _constexpr_globals(module: ParsedModule, functions: list[str]) -> dict[str, Any]:
+    """Module-level literal constants (``tl.constexpr(<literal>)`` unwrapped) that ``functions`` read."""
+    names: set[str] = set()
+    for fname in functions:
+        names |= _global_loads(module.jit_functions[fname])
+    values: dict[str, Any] = {}
+    for name in sorted(names & set(module.constants)):
+        try:
+            value = ConfigEvaluator(module.scope(), step_limit=1000).eval(module.constants[name], {})
+        except (Unsupported, RecursionError, TypeError):
+            continue
+        if isinstance(value, _LITERAL_TYPES):
+            values[name] = value
+    return values
+
+
+def _kernel(func: ast.FunctionDef, module: ParsedModule, problems: list[Problem]) -> DiscoveredKernel:
+    """Build the :class:`DiscoveredKernel` of one jit function."""
+    params = _params(func, module.imports, module)
+    kernel = DiscoveredKernel(
+        path=module.path, name=func.name, line=func.lineno, column=func.col_offset,
+        decorator_line=func.decorator_list[0].lineno, params=params,
+    )
+    for decorator in func.decorator_list:
+        canonical = module.imports.canonical(decorator)
+        if _is_triton(canonical, "jit"):
+            kernel.do_not_specialize = _do_not_specialize(decorator, params, module, problems)
+        elif _is_triton(canonical, "autotune") and isinstance(decorator, ast.Call):
+            kernel.autotune = _autotune(decorator, module, problems)
+        elif _is_triton(canonical, "heuristics") and isinstance(decorator, ast.Call):
+            kernel.heuristics.update(_heuristics(decorator, module, problems))
+    kernel.helpers = _helpers(module, func.name)
+    kernel.constexpr_globals = _constexpr_globals(module, [func.name, *kernel.helpers])
+    return kernel
+
+
+def discover_module(module: ParsedModule) -> tuple[list[DiscoveredKernel], list[Problem]]:
+    """Kernels and problems of one parsed module, in line order."""
+    problems: list[Problem] = []
+    kernels = [_kernel(func, module, problems) for func in module.jit_functions.values()]
+    kernels.sort(key=lambda k: k.line)
+    return kernels, problems
+
+
+def discover(paths: Sequence[str | os.PathLike[str]]) -> DiscoveryResult:
+    """Discover the jit kernels in ``paths`` (files or directories), never running them."""
+    result = DiscoveryResult()
+    for path in iter_python_files(paths):
+        parsed = read_module(path)
+        if isinstance(parsed, Problem):
+            result.problems.append(parsed)
+            continue
+        kernels, problems = discover_module(parsed)
+        result.kernels.extend(kernels)
+        result.problems.extend(problems)
+    return result

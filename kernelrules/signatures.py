@@ -1,0 +1,476 @@
+"""Launch signatures for discovered kernels, each argument with where its type came from.
+
+A launch signature types every non-constexpr parameter the way a space file's
+``signature`` does (see ``docs/prune.md``): a pointer ``"*fp16"``, an integer value
+(``4096``: specialised as at launch) or a scalar type (``"fp32"``, ``"i32"``).
+:func:`infer_signature` fills it from these sources, strongest first, and records the
+source of each argument in :attr:`InferredSignature.provenance`:
+
+``spec``
+    an explicit mapping: ``--spec FILE`` or the sidecar ``<module>.kernelrules.yaml``;
+``call-site``
+    a literal argument at a ``kernel[grid](...)`` launch in the same file;
+``dataflow``
+    the kernel body: a parameter at the root of pointer arithmetic reaching
+    ``tl.load``/``tl.store``/``tl.atomic_*``/``tl.make_block_ptr`` is a pointer, a
+    parameter compared or combined with float literals is ``fp32``;
+``naming``
+    the parameter's name: a pointer's dtype (``*fp16`` unless the name says ``fp32``,
+    ``bf16``, ``fp8``, ``idx``, ...), ``eps``/``scale``/``alpha``/... are ``fp32``;
+``default``
+    an integer with no better evidence gets 4096 (divisible by 16, as aligned launches are).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .discover import DiscoveredKernel, ParsedModule, read_module
+from .errors import SignatureSpecError
+from .yamlio import LocatedDocument, load_file
+
+#: The integer every size, stride and count defaults to (tt.divisibility=16 at launch).
+DEFAULT_INT = 4096
+
+#: Provenance labels, strongest first.
+PROVENANCE = ("spec", "call-site", "dataflow", "naming", "default")
+
+#: Scalar and pointer types a spec may name (the space file's schema).
+_DTYPES = "fp8e4nv|fp8e5|fp8e4b15|fp8e4b8|fp8e5b16|fp16|bf16|fp32|fp64|i1|i8|i16|i32|i64|u8|u16|u32|u64"
+_TYPE_TEXT = re.compile(rf"\*?(?:{_DTYPES})\Z")
+
+#: Name tokens that mark a float scalar.
+_FLOAT_TOKENS = frozenset({"eps", "epsilon", "scale", "alpha", "beta", "gamma", "rate", "temperature",
+                           "softcap", "momentum", "lr", "sm_scale", "theta"})
+#: Name tokens that mark an integer pointer, and which integer.
+_INT_POINTER_TOKENS = {"int": "*i32", "int32": "*i32", "i32": "*i32", "idx": "*i32", "index": "*i32",
+                       "indices": "*i32", "offsets": "*i32", "ids": "*i32", "int64": "*i64", "i64": "*i64",
+                       "labels": "*i64", "label": "*i64", "targets": "*i64", "target": "*i64"}
+_FLOAT_POINTER_TOKENS = {"fp32": "*fp32", "f32": "*fp32", "float32": "*fp32", "fp8": "*fp8e4nv",
+                         "bf16": "*bf16", "bfloat16": "*bf16", "fp16": "*fp16", "f16": "*fp16", "half": "*fp16"}
+#: ``tl.*`` functions whose pointer argument (keyword, position) roots a pointer.
+_POINTER_SINKS = {"load": ("pointer", 0), "store": ("pointer", 0), "make_block_ptr": ("base", 0),
+                  "make_tensor_descriptor": ("base", 0), "prefetch": ("pointer", 0)}
+#: Calls that keep their first argument's pointer-ness (``tl.advance(p, ...)``).
+_POINTER_PASSTHROUGH = ("advance", "broadcast_to", "reshape", "view", "expand_dims", "multiple_of",
+                        "max_contiguous", "max_constancy", "to")
+
+
+@dataclass
+class InferredSignature:
+    """A launch signature for one kernel, with the source of every argument."""
+
+    kernel: str
+    spec: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every non-constexpr parameter got a type or value."""
+        return not self.missing
+
+    def set(self, name: str, value: Any, source: str) -> None:
+        """Record ``value`` for ``name`` unless a stronger source already did."""
+        current = self.provenance.get(name)
+        if current is None or PROVENANCE.index(source) < PROVENANCE.index(current):
+            self.spec[name] = value
+            self.provenance[name] = source
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One ``kernel[grid](...)`` launch and the literal arguments it passes, by parameter name."""
+
+    path: Path
+    line: int
+    column: int
+    literals: Mapping[str, Any]
+
+
+# --------------------------------------------------------------------------- spec files
+
+
+def sidecar_path(module_path: str | os.PathLike[str]) -> Path:
+    """The sidecar spec of a module: ``<dir>/<stem>.kernelrules.yaml``."""
+    path = Path(module_path)
+    return path.with_name(f"{path.stem}.kernelrules.yaml")
+
+
+def _spec_error(doc: LocatedDocument, where: tuple, message: str) -> SignatureSpecError:
+    line, column = doc.where(where) or (None, None)
+    return SignatureSpecError(message, path=doc.source, line=line, column=column,
+                              hint="expected kernels: {NAME: {signature: {ARG: \"*fp16\" | 4096 | \"i32\"}}}")
+
+
+def _check_value(doc: LocatedDocument, where: tuple, value: Any) -> None:
+    """Reject a signature value that is not a type string or a number/boolean."""
+    if isinstance(value, (bool, int, float)):
+        return
+    if isinstance(value, str) and _TYPE_TEXT.match(value):
+        return
+    if value == "TODO":
+        raise _spec_error(doc, where, f"'{where[-1]}' is still TODO")
+    raise _spec_error(doc, where, f"'{where[-1]}' has value {value!r}, not a pointer type, scalar type or number")
+
+
+def load_spec_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Read ``kernels: {name: {signature: {...}}}``; errors name the file and line."""
+    doc = load_file(path, error=SignatureSpecError)
+    data = doc.data
+    if not isinstance(data, dict) or set(data) - {"kernels"} or not isinstance(data.get("kernels"), dict):
+        raise _spec_error(doc, (), "a spec file is a mapping with one key, 'kernels', holding a mapping")
+    result: dict[str, dict[str, Any]] = {}
+    for name, entry in data["kernels"].items():
+        if not isinstance(entry, dict) or set(entry) - {"signature"} or not isinstance(entry.get("signature"), dict):
+            raise _spec_error(doc, ("kernels", name), f"kernel {name!r} needs a 'signature' mapping and nothing else")
+        for arg, value in entry["signature"].items():
+            _check_value(doc, ("kernels", name, "signature", arg), value)
+        result[str(name)] = dict(entry["signature"])
+    return result
+
+
+def spec_for(kernel: DiscoveredKernel, spec_file: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
+    """The kernel's signature from ``spec_file``, else from its sidecar if present, else None."""
+    path = Path(spec_file) if spec_file is not None else sidecar_path(kernel.path)
+    if spec_file is None and not path.is_file():
+        return None
+    return load_spec_file(path).get(kernel.name)
+
+
+# --------------------------------------------------------------------------- call sites
+
+
+def _literal(node: ast.expr) -> Any:
+    """The value of a literal int/float/bool argument (``-1`` too), else a sentinel."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return _NOT_LITERAL
+    return value if isinstance(value, (bool, int, float)) else _NOT_LITERAL
+
+
+_NOT_LITERAL = object()
+
+
+def _launched_name(call: ast.Call) -> str | None:
+    """``kernel`` for a call ``kernel[grid](...)``."""
+    func = call.func
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
+        return func.value.id
+    return None
+
+
+def find_call_sites(kernel: DiscoveredKernel, paths: Iterable[str | os.PathLike[str]] | None = None) -> list[CallSite]:
+    """Launches of ``kernel`` in ``paths`` (default: its own file), with their literal arguments."""
+    sites: list[CallSite] = []
+    for path in [Path(p) for p in paths] if paths is not None else [kernel.path]:
+        module = read_module(path)
+        if not isinstance(module, ParsedModule):
+            continue
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Call) and _launched_name(node) == kernel.name:
+                sites.append(CallSite(path, node.lineno, node.col_offset, _call_literals(kernel, node)))
+    return sorted(sites, key=lambda s: (str(s.path), s.line, s.column))
+
+
+def _call_literals(kernel: DiscoveredKernel, call: ast.Call) -> dict[str, Any]:
+    """Parameter name -> literal value for the literal arguments of one launch."""
+    literals: dict[str, Any] = {}
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return literals
+    for param, arg in zip(kernel.params, call.args):
+        literals[param.name] = _literal(arg)
+    for kw in call.keywords:
+        if kw.arg is not None and kernel.param(kw.arg) is not None:
+            literals[kw.arg] = _literal(kw.value)
+    return {k: v for k, v in literals.items() if v is not _NOT_LITERAL}
+
+
+def _call_site_value(value: Any) -> Any:
+    """What a literal launch argument becomes in a signature (floats are typed, not valued)."""
+    return "fp32" if isinstance(value, float) else value
+
+
+# --------------------------------------------------------------------------- dataflow
+
+
+class _PointerFlow:
+    """Which parameters of a module's jit functions are pointers, by where they flow."""
+
+    def __init__(self, module: ParsedModule) -> None:
+        self.module = module
+        self.pointers: dict[str, set[str]] = {name: set() for name in module.jit_functions}
+        self._solve()
+
+    def _solve(self) -> None:
+        """Iterate to a fixpoint: pointers passed to helpers' pointer parameters count too."""
+        changed = True
+        while changed:
+            changed = False
+            for name, func in self.module.jit_functions.items():
+                found = self._function_pointers(func)
+                if not found <= self.pointers[name]:
+                    self.pointers[name] |= found
+                    changed = True
+
+    def _function_pointers(self, func: ast.FunctionDef) -> set[str]:
+        params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+        roots = self._local_roots(func, params)
+        found: set[str] = set()
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            for arg in self._pointer_arguments(node):
+                found |= self._roots(arg, roots)
+        for node in ast.walk(func):  # p.dtype.element_ty: only pointers have an element type
+            if isinstance(node, ast.Attribute) and node.attr == "element_ty":
+                inner = node.value
+                if isinstance(inner, ast.Attribute) and inner.attr == "dtype" and isinstance(inner.value, ast.Name):
+                    found |= roots.get(inner.value.id, set())
+        return found & params
+
+    def _local_roots(self, func: ast.FunctionDef, params: set[str]) -> dict[str, set[str]]:
+        """Each name -> the parameters at the root of its pointer arithmetic (flow-insensitive)."""
+        roots: dict[str, set[str]] = {p: {p} for p in params}
+        changed = True
+        while changed:
+            changed = False
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                    targets, value = [node.target], node.value
+                else:
+                    continue
+                found = self._roots(value, roots)
+                for target in targets:
+                    if isinstance(target, ast.Name) and not found <= roots.setdefault(target.id, set()):
+                        roots[target.id] |= found
+                        changed = True
+        return roots
+
+    def _roots(self, node: ast.expr, roots: Mapping[str, set[str]]) -> set[str]:
+        """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains."""
+        if isinstance(node, ast.Name):
+            return set(roots.get(node.id, ()))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            left = self._roots(node.left, roots)
+            return left or (self._roots(node.right, roots) if isinstance(node.op, ast.Add) else set())
+        if isinstance(node, ast.Subscript):
+            return self._roots(node.value, roots)
+        if isinstance(node, ast.IfExp):
+            return self._roots(node.body, roots) | self._roots(node.orelse, roots)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POINTER_PASSTHROUGH:
+            if node.func.attr == "to":
+                return self._roots(node.func.value, roots)
+            return self._roots(node.args[0], roots) if node.args else set()
+        return set()
+
+    def _pointer_arguments(self, call: ast.Call) -> list[ast.expr]:
+        """Arguments of ``call`` that must be pointers (tl sinks, helpers' pointer parameters)."""
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            attr = func.attr
+            if attr.startswith("atomic_"):
+                keyword, position = "pointer", 0
+            elif attr in _POINTER_SINKS:
+                keyword, position = _POINTER_SINKS[attr]
+            else:
+                return []
+            for kw in call.keywords:
+                if kw.arg == keyword:
+                    return [kw.value]
+            return [call.args[position]] if len(call.args) > position else []
+        if isinstance(func, ast.Name) and func.id in self.module.jit_functions:
+            helper = self.module.jit_functions[func.id]
+            names = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
+            pointer_names = self.pointers[func.id]
+            out = [arg for name, arg in zip(names, call.args) if name in pointer_names]
+            out += [kw.value for kw in call.keywords if kw.arg in pointer_names]
+            return out
+        return []
+
+
+def _float_params(func: ast.FunctionDef, params: set[str]) -> set[str]:
+    """Parameters compared with, or combined arithmetically with, a float literal."""
+    found: set[str] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.BinOp):
+            pairs = [(node.left, node.right), (node.right, node.left)]
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            pairs = [(a, b) for a in operands for b in operands if a is not b]
+        else:
+            continue
+        for name_node, other in pairs:
+            if (isinstance(name_node, ast.Name) and name_node.id in params
+                    and isinstance(other, ast.Constant) and isinstance(other.value, float)):
+                found.add(name_node.id)
+    return found
+
+
+def _used_names(func: ast.FunctionDef) -> set[str]:
+    """Names the body reads."""
+    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+# --------------------------------------------------------------------------- naming
+
+
+def _tokens(name: str) -> list[str]:
+    """Lower-case words of a name: ``xIdx_ptr`` -> ``[x, idx, ptr]``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [t for t in re.split(r"[_\W]+", spaced.lower()) if t]
+
+
+def pointer_dtype_from_name(name: str) -> str:
+    """The pointer type a name suggests; ``*fp16`` when it suggests none."""
+    for token in _tokens(name):
+        if token in _FLOAT_POINTER_TOKENS:
+            return _FLOAT_POINTER_TOKENS[token]
+        if token in _INT_POINTER_TOKENS:
+            return _INT_POINTER_TOKENS[token]
+    return "*fp16"
+
+
+def looks_like_pointer(name: str) -> bool:
+    """Whether a name says pointer (``x_ptr``, ``XPtr``, ``out_pointer``)."""
+    return any(t in ("ptr", "ptrs", "pointer") for t in _tokens(name))
+
+
+def looks_like_float(name: str) -> bool:
+    """Whether a scalar's name says float (``eps``, ``sm_scale``, ``dropout_rate``)."""
+    tokens = _tokens(name)
+    return name.lower() in _FLOAT_TOKENS or any(t in _FLOAT_TOKENS for t in tokens)
+
+
+def looks_like_int(name: str) -> bool:
+    """Whether a scalar's name says size, stride or count (``M``, ``stride_am``, ``n_elements``)."""
+    if re.fullmatch(r"[A-Z]{1,2}", name):
+        return True
+    tokens = _tokens(name)
+    return any(t.startswith("stride") or t in ("n", "numel", "elements", "size", "len", "length", "rows", "cols",
+                                               "dim", "num", "count", "seq", "batch", "heads", "offset", "seed")
+               for t in tokens)
+
+
+# --------------------------------------------------------------------------- inference
+
+
+def infer_signature(
+    kernel: DiscoveredKernel,
+    *,
+    spec: Mapping[str, Any] | None = None,
+    call_sites: Sequence[CallSite] | None = None,
+    use_sidecar: bool = True,
+) -> InferredSignature:
+    """Type every non-constexpr parameter of ``kernel``, strongest source first.
+
+    ``spec`` is this kernel's signature mapping; when None and ``use_sidecar`` is set,
+    the sidecar ``<module>.kernelrules.yaml`` is read if it exists. ``call_sites``
+    defaults to the launches in the kernel's own file.
+    """
+    result = InferredSignature(kernel.name)
+    runtime = [p.name for p in kernel.runtime_params]
+    if spec is None and use_sidecar:
+        spec = spec_for(kernel)
+    _apply_spec(kernel, result, spec or {})
+    sites = call_sites if call_sites is not None else find_call_sites(kernel)
+    _apply_call_sites(result, runtime, sites)
+    _apply_body(kernel, result, runtime)
+    result.spec = {name: result.spec[name] for name in runtime if name in result.spec}
+    result.provenance = {name: result.provenance[name] for name in result.spec}
+    result.missing = [name for name in runtime if name not in result.spec]
+    return result
+
+
+def _apply_spec(kernel: DiscoveredKernel, result: InferredSignature, spec: Mapping[str, Any]) -> None:
+    """Take every argument the spec gives; a name that is no parameter is an error."""
+    for name, value in spec.items():
+        if kernel.param(name) is None:
+            raise SignatureSpecError(f"spec names {name!r}, which is not a parameter of {kernel.name}",
+                                     path=str(kernel.path), line=kernel.line)
+        result.set(name, value, "spec")
+
+
+def _apply_call_sites(result: InferredSignature, runtime: list[str], sites: Sequence[CallSite]) -> None:
+    """The first literal any launch passes for a parameter."""
+    for site in sites:
+        for name in runtime:
+            if name in site.literals:
+                result.set(name, _call_site_value(site.literals[name]), "call-site")
+
+
+def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: list[str]) -> None:
+    """Dataflow and naming evidence from the kernel's body, then integer defaults."""
+    module = read_module(kernel.path)
+    func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
+    pointers = _PointerFlow(module).pointers.get(kernel.name, set()) if func is not None else set()
+    floats = _float_params(func, set(runtime)) if func is not None else set()
+    used = _used_names(func) if func is not None else set()
+    for name in runtime:
+        if name in pointers:
+            result.set(name, pointer_dtype_from_name(name), "naming")
+        elif looks_like_pointer(name):
+            result.set(name, pointer_dtype_from_name(name), "naming")
+        elif name in floats:
+            result.set(name, "fp32", "dataflow")
+        elif looks_like_float(name):
+            result.set(name, "fp32", "naming")
+        elif name in used or looks_like_int(name):
+            result.set(name, DEFAULT_INT, "default")
+
+
+# --------------------------------------------------------------------------- skeleton
+
+
+_PROVENANCE_NOTES = {
+    "spec": "from the spec",
+    "call-site": "literal at a launch in this file",
+    "dataflow": "from how the kernel uses it",
+    "naming": "guessed from the name; check the dtype",
+    "default": "default integer (divisible by 16); give the real value if it matters",
+}
+
+
+def _yaml_value(value: Any) -> str:
+    """A signature value as YAML text (type strings quoted: ``*`` starts an alias in YAML)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
+
+
+def spec_skeleton(kernels: Sequence[DiscoveredKernel], signatures: Mapping[str, InferredSignature] | None = None) -> str:
+    """The YAML text of a spec file for ``kernels``, each field commented with its provenance."""
+    lines = ["# Launch signatures for kernelrules (docs/discovery.md). Check every guessed field;",
+             "# replace each TODO with a pointer type (\"*fp16\"), a scalar type (\"i32\") or a value.",
+             "kernels:"]
+    for kernel in kernels:
+        sig = (signatures or {}).get(kernel.name) or infer_signature(kernel)
+        lines += [f"  {kernel.name}:  # {kernel.path.name}:{kernel.line}", "    signature:"]
+        if not kernel.runtime_params:
+            lines[-1] += " {}"
+        for param in kernel.runtime_params:
+            if param.name in sig.spec:
+                text = f"      {param.name}: {_yaml_value(sig.spec[param.name])}"
+                note = f"{sig.provenance[param.name]}: {_PROVENANCE_NOTES[sig.provenance[param.name]]}"
+            else:
+                text, note = f"      {param.name}: TODO", "missing: nothing says what this is"
+            lines.append(f"{text:<40} # {note}")
+    return "\n".join(lines) + "\n"
+
+
+def write_spec_skeleton(kernels: Sequence[DiscoveredKernel], path: str | os.PathLike[str],
+                        signatures: Mapping[str, InferredSignature] | None = None) -> str:
+    """Write :func:`spec_skeleton` to ``path`` and return the text."""
+    text = spec_skeleton(kernels, signatures)
+    Path(path).write_text(text, encoding="utf-8")
+    return text
