@@ -287,6 +287,114 @@ def _print_prune(result, quiet: bool) -> None:
         typer.echo(f"{arch}: {kept} kept, {rejected} rejected" + (f" ({reasons})" if reasons else ""))
 
 
+# -- lint --------------------------------------------------------------------------------
+
+
+class LintFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+def _codes(text: Optional[str]) -> Optional[List[str]]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+
+@app.command("lint")
+def lint_command(
+    paths: List[Path] = typer.Argument(..., help="Python files or directories to lint."),
+    arch: Optional[str] = typer.Option(None, "--arch", help="Target architecture(s), comma-separated: ada,hopper."),
+    stage: Optional[str] = typer.Option(None, "--stage", help="config: predictions only (fast); compiled (default): also cross-compile."),
+    output: LintFormat = typer.Option(LintFormat.text, "--format", help="Output format."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Lowest severity that makes the exit code 1: error, warning or info."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings."),
+    spec: Optional[Path] = typer.Option(None, "--spec", help="Launch-signature spec file (kernels: {name: {signature: ...}})."),
+    select: Optional[str] = typer.Option(None, "--select", help="Only these codes or prefixes, comma-separated."),
+    ignore: Optional[str] = typer.Option(None, "--ignore", help="Skip these codes or prefixes, comma-separated."),
+    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Parallel compile workers."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Time limit per compile, seconds."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Compile cache directory."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the totals (text format)."),
+) -> None:
+    """Lint Triton kernels in source files for the target architectures, without running the files."""
+    from .lint import LintOptions, Linter
+    from .reporters import exit_code, render_github, render_json, render_sarif, render_text, totals_line
+    from .settings import load_settings
+
+    for path in paths:
+        if not path.exists():
+            raise KernelrulesError("no such file or directory", path=str(path))
+    settings = load_settings([str(p) for p in paths]).merge_cli(
+        arch=arch, stage=stage, fail_on=fail_on, select=_codes(select), ignore=_codes(ignore), jobs=jobs,
+        compile_timeout=timeout, cache_dir=str(cache_dir) if cache_dir else None)
+    if not settings.arch:
+        raise KernelrulesError("no target architecture", hint="pass --arch ada,hopper or set arch in [tool.kernelrules]")
+    options = LintOptions(archs=settings.arch, stage=settings.stage, spec_file=str(spec) if spec else None,
+                          jobs=settings.jobs, timeout=settings.compile_timeout, cache_dir=settings.cache_dir)
+    with _progress(output is LintFormat.text and not quiet) as progress:
+        report = Linter(options, progress=progress).run(paths)
+    _filter_and_suppress(report, settings)
+    if output is LintFormat.json:
+        typer.echo(render_json(report))
+    elif output is LintFormat.sarif:
+        typer.echo(render_sarif(report))
+    elif output is LintFormat.github:
+        typer.echo(render_github(report))
+    else:
+        typer.echo(totals_line(report) if quiet else render_text(report, color=sys.stdout.isatty()))
+    raise typer.Exit(exit_code(report, fail_on=settings.fail_on, exit_zero=exit_zero))
+
+
+def _filter_and_suppress(report, settings) -> None:
+    """Drop findings the settings do not select, then mark the ones a comment suppresses."""
+    from .suppress import KernelAnchors, apply_suppressions
+
+    report.findings = [f for f in report.findings if settings.is_enabled(f.code, f.path)]
+    sources, anchors = {}, {}
+    for finding in report.findings:
+        if finding.path not in sources:
+            try:
+                sources[finding.path] = Path(finding.path).read_text(encoding="utf-8")
+            except OSError:
+                sources[finding.path] = ""
+    for kernel in report.kernels:
+        anchor = anchors.setdefault((kernel.path, kernel.name), KernelAnchors(def_lines=list(kernel.anchor_lines)))
+        for config, line in kernel.config_lines:
+            anchor.add_config(config, line)
+    report.findings, report.unused_suppressions = apply_suppressions(report.findings, sources, anchors)
+
+
+@app.command("spec")
+def spec_command(
+    path: Path = typer.Argument(..., help="A Python file with Triton kernels."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default: the sidecar <module>.kernelrules.yaml; '-' for stdout)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing spec file."),
+) -> None:
+    """Write a launch-signature spec skeleton for every kernel in a file, filled with what could be inferred."""
+    from .discover import discover
+    from .signatures import infer_signature, sidecar_path, spec_skeleton
+
+    if not path.is_file():
+        raise KernelrulesError("no such file", path=str(path))
+    found = discover([path])
+    if found.problems:
+        problem = found.problems[0]
+        raise KernelrulesError(problem.message, path=str(problem.path), line=problem.line)
+    if not found.kernels:
+        raise KernelrulesError("no @triton.jit kernels found", path=str(path))
+    signatures = {k.name: infer_signature(k, use_sidecar=False) for k in found.kernels}
+    text = spec_skeleton(found.kernels, signatures)
+    if output is not None and str(output) == "-":
+        typer.echo(text, nl=False)
+        return
+    target = output or sidecar_path(path)
+    if target.exists() and not force:
+        raise KernelrulesError("spec file exists; not overwriting", path=str(target), hint="use --force or -o")
+    target.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {target} ({len(found.kernels)} kernels)")
+
+
 def main() -> None:
     """Entry point: run the app, turning user errors into one line and exit code 2."""
     try:

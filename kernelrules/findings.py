@@ -106,6 +106,10 @@ class KernelReport:
     signature_provenance: dict[str, str] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
     message: str | None = None
+    #: Lines where a suppression comment covers the whole kernel (def, decorators).
+    anchor_lines: list[int] = field(default_factory=list)
+    #: (config dict, line of its triton.Config(...)) for config-line suppressions.
+    config_lines: list[tuple[dict[str, Any], int]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The kernel entry of the JSON output (``records`` become ``results``)."""

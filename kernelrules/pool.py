@@ -340,9 +340,13 @@ class CompilePool:
         from .compilejob import _prepare_failure, prepare
         from .errors import KernelSourceError, SignatureSpecError
 
+        import warnings
+
         start = time.perf_counter()
         try:
-            handle, spec = prepare(job)
+            with warnings.catch_warnings():  # Triton's specialiser may import torch, which can warn
+                warnings.simplefilter("ignore")
+                handle, spec = prepare(job)
         except (KernelSourceError, SignatureSpecError) as exc:
             result = _prepare_failure(exc)
             result.compile_seconds = time.perf_counter() - start

@@ -225,9 +225,13 @@ def check_target(target: KernelTarget, configs: Sequence[KernelConfig], archs: S
     """
     from .compilejob import prepare
 
+    import warnings
+
     if not configs or not archs:
         return
-    prepare(target.job(configs[0], archs[0], None))
+    with warnings.catch_warnings():  # Triton's specialiser may import torch, which can warn on import
+        warnings.simplefilter("ignore")
+        prepare(target.job(configs[0], archs[0], None))
 
 
 def prune_space(space: Space, archs: Sequence[Any], *, compile: bool = False, jobs: int | None = None,

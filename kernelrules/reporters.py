@@ -43,8 +43,12 @@ def _finding_lines(f: Finding, *, color: bool, show_source: bool) -> list[str]:
     code = _paint(f.code, _SEVERITY_COLOR.get(f.severity, "bold"), color)
     context = f" ({f.arch})" if f.arch else ""
     lines = [f"{where} {code} {f.message}{context} [{f.name}]"]
+    if f.config:
+        lines.append(f"  config: {config_label(f.config)}")
     if f.fix:
         lines.append(f"  fix: {f.fix}")
+    if f.repair:
+        lines.append(f"  nearest passing config: {config_label(f.repair)}")
     if show_source and f.source_line is not None:
         number = str(f.line)
         gutter = " " * len(number)

@@ -39,7 +39,7 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     compile_timeout: float = 30.0
     cache_dir: str | None = None
-    stage: str = "config"
+    stage: str = "compiled"
     jobs: int | None = None
     #: The pyproject.toml the settings came from, if any.
     source: Path | None = None

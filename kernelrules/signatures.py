@@ -425,6 +425,26 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
             result.set(name, "fp32", "naming")
         elif name in used or looks_like_int(name):
             result.set(name, DEFAULT_INT, "default")
+    _guess_unit_strides(result, runtime)
+
+
+def _guess_unit_strides(result: InferredSignature, runtime: list[str]) -> None:
+    """Give the last stride of each tensor's group of strides the value 1 (row-major, contiguous).
+
+    ``stride_am, stride_ak`` or ``stride_xm, stride_xn``: a tensor's strides are passed
+    together, outermost first, and the innermost one is 1 for contiguous tensors. The
+    value matters: at launch Triton turns a stride of 1 into a constexpr, which is what
+    lets loads vectorise and be software-pipelined. Only defaulted values are changed.
+    """
+    groups: dict[str, list[str]] = {}
+    for name in runtime:
+        lowered = name.lower()
+        if lowered.startswith("stride_") and len(lowered) > len("stride_") + 1:
+            groups.setdefault(lowered[:-1], []).append(name)
+    for names in groups.values():
+        last = names[-1]
+        if len(names) >= 2 and result.provenance.get(last) == "default":
+            result.set(last, 1, "naming")
 
 
 # --------------------------------------------------------------------------- skeleton

@@ -76,11 +76,14 @@ def test_text_lists_findings_sorted_with_source_and_caret(report):
     header = ("kernels/matmul.py:12:9: MEM001 " + MEM_MESSAGE + " (sm_89) [shared-memory]")
     assert lines[0] == "kernels/matmul.py:3:1: LNT003 unused suppression for DOT [unused-suppression]"
     assert lines[1] == header
-    assert lines[2] == "  fix: num_stages=4"
-    assert lines[3] == "  12 |         triton.Config({'BLOCK_M': 128}, num_stages=5),"
-    assert lines[4] == "     |         ^"
-    assert lines[5].startswith("kernels/matmul.py:30:5: OCC001 occupancy 12% on sm_90 (sm_90) [low-occupancy]")
-    assert lines[6].startswith("kernels/softmax.py:5:1: LNT001 ")
+    assert lines[2] == "  config: BLOCK_M=128, BLOCK_N=128, num_warps=4, num_stages=5"
+    assert lines[3] == "  fix: num_stages=4"
+    body = lines[4:lines.index("     |         ^") + 1]
+    assert body[-2:] == ["  12 |         triton.Config({'BLOCK_M': 128}, num_stages=5),", "     |         ^"]
+    rest = lines[lines.index("     |         ^") + 1:]
+    assert any(line.startswith("kernels/matmul.py:30:5: OCC001 occupancy 12% on sm_90 (sm_90) [low-occupancy]")
+               for line in rest)
+    assert any(line.startswith("kernels/softmax.py:5:1: LNT001 ") for line in rest)
     assert "REG002" not in text  # suppressed findings are not shown
 
 

@@ -40,7 +40,7 @@ def write(directory: Path, text: str) -> Path:
 def test_defaults_without_a_pyproject(tmp_path):
     settings = load_settings([tmp_path])
     assert settings == Settings()
-    assert settings.fail_on == "error" and settings.stage == "config" and settings.compile_timeout == 30.0
+    assert settings.fail_on == "error" and settings.stage == "compiled" and settings.compile_timeout == 30.0
 
 
 def test_full_table(tmp_path):

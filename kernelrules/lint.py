@@ -1,0 +1,202 @@
+"""``kernelrules lint``: discover kernels in source files, find their signatures, judge their configs.
+
+The pipeline, for each file and kernel, never running the user's module:
+
+1. discover the ``@triton.jit`` kernels and their ``@triton.autotune`` configs with
+   ``ast`` (:mod:`kernelrules.discover`);
+2. give each kernel a launch signature, strongest source first: ``--spec``, a sidecar
+   ``<module>.kernelrules.yaml``, launch call sites, dataflow and naming
+   (:mod:`kernelrules.signatures`); a kernel whose signature stays incomplete is
+   reported as *needs-spec* with what is missing;
+3. judge every config on every architecture with :class:`kernelrules.prune.Pruner`
+   (config stage with the resource model's predictions, then compiled facts unless
+   ``stage="config"``);
+4. turn verdicts into findings at the config's (or the kernel's) source line, apply
+   suppression comments, and hand the report to a reporter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .arch import load_arch
+from .cache import ResultCache
+from .config import KernelConfig
+from .engine import Engine, default_engine
+from .errors import KernelrulesError
+from .findings import Finding, KernelReport, LintReport
+from .prune import KernelTarget, Pruner
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class LintOptions:
+    """What the command line and ``[tool.kernelrules]`` decide."""
+
+    archs: Sequence[str] = ("sm_89",)
+    stage: str = "compiled"
+    spec_file: str | None = None
+    jobs: int | None = None
+    timeout: float = 30.0
+    cache_dir: str | None = None
+    select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
+    per_file_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _source_line(sources: dict[str, list[str]], path: Path, line: int | None) -> str | None:
+    key = str(path)
+    if key not in sources:
+        try:
+            sources[key] = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            sources[key] = []
+    lines = sources[key]
+    return lines[line - 1] if line and 0 < line <= len(lines) else None
+
+
+def _configs_of(kernel: Any) -> list[tuple[KernelConfig, int | None, int | None]]:
+    """The kernel's configs with the line and column of the ``triton.Config`` that made each."""
+    autotune = getattr(kernel, "autotune", None)
+    if autotune is None or not autotune.configs:
+        return [(KernelConfig(), None, None)]
+    return [(site.config, site.line, site.column) for site in autotune.configs]
+
+
+def _explicit_spec(kernel: Any, options: LintOptions) -> Mapping[str, Any] | None:
+    """The kernel's entry in ``--spec``, else in its module's sidecar ``<module>.kernelrules.yaml``."""
+    from .signatures import spec_for
+
+    if options.spec_file:
+        found = spec_for(kernel, options.spec_file)
+        if found is not None:
+            return found
+    return spec_for(kernel)
+
+
+def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None,
+                      config: KernelConfig) -> tuple[dict[str, Any], list[str]]:
+    """Constexpr values a config lacks, from the spec; and the names still without a value."""
+    values, missing = {}, []
+    for param in kernel.params:
+        if not param.constexpr or param.name in config.constexprs or param.has_default:
+            continue
+        if spec and param.name in spec:
+            values[param.name] = spec[param.name]
+        else:
+            missing.append(param.name)
+    return values, missing
+
+
+class Linter:
+    """Runs discovery, signatures and judging over paths; one compile pool for the whole run."""
+
+    def __init__(self, options: LintOptions, *, engine: Engine | None = None, progress: Progress | None = None):
+        self.options = options
+        self.engine = engine or default_engine()
+        if options.select or options.ignore:
+            from .engine import Engine as _Engine
+
+            self.engine = _Engine(self.engine.rules.select(options.select, options.ignore))
+        self.progress = progress
+        self.archs = [load_arch(a) for a in options.archs]
+        self.cache = ResultCache(options.cache_dir) if options.cache_dir else ResultCache()
+        self.sources: dict[str, list[str]] = {}
+
+    def run(self, paths: Sequence[str | Path]) -> LintReport:
+        """Lint files and directories; never raises for a problem in one kernel or file."""
+        from .discover import discover
+
+        found = discover(paths)
+        report = LintReport(kernels=[], findings=[], unused_suppressions=[], problems=[])
+        for problem in found.problems:
+            report.findings.append(Finding(
+                path=_relative(Path(problem.path)), line=problem.line or 1, column=problem.column or 1,
+                code="LNT004", name="file-error", severity="error", message=problem.message, kernel=None,
+                arch=None, config=None, fix=None, repair=None, suppressed=False,
+                source_line=_source_line(self.sources, Path(problem.path), problem.line)))
+        helpers = {name for kernel in found.kernels for name in kernel.helpers}
+        for kernel in found.kernels:
+            if kernel.name in helpers and kernel.autotune is None:
+                continue  # a jit helper called by another kernel is judged through its caller
+            self._lint_kernel(kernel, report)
+        return report
+
+    def _lint_kernel(self, kernel: Any, report: LintReport) -> None:
+        from .signatures import infer_signature
+
+        path = Path(kernel.path)
+        shown = _relative(path)
+        kernel_report = KernelReport(path=shown, name=kernel.name, line=kernel.line, status="analyzed",
+                                     signature_provenance={}, records=[], message=None)
+        kernel_report.anchor_lines = sorted({kernel.line, kernel.decorator_line} | (
+            {kernel.autotune.line} if kernel.autotune is not None else set()))
+        kernel_report.config_lines = [(site.config.to_dict(), site.line)
+                                      for site in (kernel.autotune.configs if kernel.autotune else [])]
+        report.kernels.append(kernel_report)
+        autotune = getattr(kernel, "autotune", None)
+        if autotune is not None and autotune.configs_error:
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column, "LNT002", "unparseable-autotune",
+                                                 "warning", f"autotune configs not judged: {autotune.configs_error}"))
+        try:
+            spec = _explicit_spec(kernel, self.options)
+            signature = infer_signature(kernel, spec={k: v for k, v in (spec or {}).items()
+                                                       if k not in {p.name for p in kernel.params if p.constexpr}} or None)
+        except KernelrulesError as exc:
+            kernel_report.status, kernel_report.message = "error", str(exc)
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column, "LNT004", "file-error", "error", str(exc)))
+            return
+        kernel_report.signature_provenance = dict(signature.provenance)
+        sites = _configs_of(kernel)
+        fixed, missing_constexprs = _constexpr_values(kernel, spec, sites[0][0])
+        if not signature.complete or missing_constexprs:
+            missing = ", ".join([*signature.missing, *(f"{n} (constexpr)" for n in missing_constexprs)])
+            message = (f"cannot judge {kernel.name}: no launch signature for {missing}; write a spec with "
+                       f"'kernelrules spec {shown}' or record one with 'kernelrules trace'")
+            kernel_report.status, kernel_report.message = "needs-spec", message
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column, "LNT001", "needs-spec", "warning", message))
+            return
+        sites = [(c.replace(fixed), line, col) for c, line, col in sites]
+        self._judge(kernel, signature, sites, kernel_report, report)
+
+    def _judge(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport, report: LintReport) -> None:
+        configs = [c for c, _, _ in sites]
+        where = {c.key(): (line, col) for c, line, col in sites}
+        dtypes = sorted({v[1:] for v in signature.spec.values() if isinstance(v, str) and v.startswith("*")})
+        target = KernelTarget(Path(kernel.path), kernel.name, signature.spec, {"name": kernel.name, "dtypes": dtypes})
+        pruner = Pruner(target, engine=self.engine, jobs=self.options.jobs, timeout=self.options.timeout,
+                        cache=self.cache, progress=self.progress)
+        try:
+            for arch in self.archs:
+                records, _model = pruner.judge_arch(configs, arch, self.options.stage == "compiled", {})
+                for record in records:
+                    kernel_report.records.append(record.to_json())
+                    line, col = where.get(record.verdict.config.key(), (None, None))
+                    for d in record.verdict.diagnostics:
+                        report.findings.append(self._finding(
+                            kernel, line or kernel.line, col or kernel.column, d.code, d.name, d.severity,
+                            d.message, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
+                            repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
+        except KernelrulesError as exc:
+            kernel_report.status, kernel_report.message = "error", str(exc)
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column, "LNT004", "file-error", "error", str(exc)))
+        finally:
+            pruner.close()
+
+    def _finding(self, kernel: Any, line: int, column: int, code: str, name: str, severity: str, message: str,
+                 **extra: Any) -> Finding:
+        path = Path(kernel.path)
+        return Finding(path=_relative(path), line=line, column=column, code=code, name=name, severity=severity,
+                       message=message, kernel=kernel.name, arch=extra.get("arch"), config=extra.get("config"),
+                       fix=extra.get("fix"), repair=extra.get("repair"), suppressed=False,
+                       source_line=_source_line(self.sources, path, line))

@@ -1,0 +1,96 @@
+"""``kernelrules lint`` end to end through the installed command (config stage: no compiles of configs)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def copy_example(tmp_path: Path, name: str) -> Path:
+    target = tmp_path / name
+    shutil.copy(EXAMPLES / name, target)
+    return target
+
+
+def test_matmul_findings_name_configs_numbers_and_repairs(run_cli, tmp_path):
+    copy_example(tmp_path, "matmul.py")
+    result = run_cli("lint", "matmul.py", "--arch", "ada,hopper", "--stage", "config", "--cache-dir", "cache")
+    assert result.returncode == 1, result.stderr
+    out = result.stdout
+    assert "MEM001 needs 147456 bytes of shared memory per block (predicted), more than the 101376 bytes" in out
+    assert "nearest passing config: BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=8, num_stages=3" in out
+    assert "MEM001 needs 327680 bytes" in out and "232448 bytes sm_90" in out
+    assert "matmul.py:42 matmul_kernel (analyzed)" in out
+    assert out.rstrip().endswith("1 kernel analyzed, 0 need a spec")
+
+
+def test_examples_findings_and_json(run_cli, tmp_path):
+    for name in ("softmax.py", "layernorm.py"):
+        copy_example(tmp_path, name)
+    result = run_cli("lint", ".", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "cache")
+    assert result.returncode == 1
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == 1
+    codes = {(Path(f["path"]).name, f["code"]) for f in data["findings"]}
+    assert ("softmax.py", "CFG002") in codes and ("layernorm.py", "CFG004") in codes
+    assert {k["status"] for k in data["kernels"]} == {"analyzed"}
+
+
+def test_suppression_and_unused_suppression(run_cli, tmp_path):
+    path = copy_example(tmp_path, "softmax.py")
+    text = path.read_text().replace('num_warps=6),', 'num_warps=6),  # kernelrules: ignore[CFG002]')
+    text = text.replace('num_warps=16),', 'num_warps=16),  # kernelrules: ignore[MEM001]')
+    path.write_text(text)
+    result = run_cli("lint", "softmax.py", "--arch", "ada", "--stage", "config", "--cache-dir", "cache")
+    assert "CFG002" not in result.stdout.split("softmax_kernel (analyzed)")[0].replace("LNT003", "")
+    assert "LNT003 unused suppression for MEM001" in result.stdout and "1 suppressed" in result.stdout
+    assert result.returncode == 0  # CFG002 is suppressed; the unused suppression is only a warning
+    assert run_cli("lint", "softmax.py", "--arch", "ada", "--stage", "config", "--fail-on", "warning",
+                   "--cache-dir", "cache").returncode == 1
+
+
+def test_needs_spec_and_bad_files_never_crash(run_cli, tmp_path):
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    (tmp_path / "opaque.py").write_text(textwrap.dedent("""\
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def opaque(x_ptr, BLOCK: tl.constexpr, mystery):
+            tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+        """))
+    result = run_cli("lint", ".", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "cache")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    data = json.loads(result.stdout)
+    codes = {f["code"] for f in data["findings"]}
+    assert "LNT004" in codes  # the syntax error
+    (kernel,) = data["kernels"]
+    assert kernel["status"] == "needs-spec" and "BLOCK (constexpr)" in kernel["message"]
+
+
+def test_spec_command_and_sidecar(run_cli, tmp_path):
+    copy_example(tmp_path, "softmax.py")
+    result = run_cli("spec", "softmax.py")
+    assert result.returncode == 0, result.stderr
+    sidecar = tmp_path / "softmax.kernelrules.yaml"
+    assert "softmax_kernel" in sidecar.read_text()
+    assert run_cli("spec", "softmax.py").returncode == 2  # refuses to overwrite
+    linted = run_cli("lint", "softmax.py", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "c")
+    provenance = json.loads(linted.stdout)["kernels"][0]["signature_provenance"]
+    assert set(provenance.values()) == {"spec"}
+
+
+def test_pyproject_settings_and_sarif(run_cli, tmp_path):
+    copy_example(tmp_path, "softmax.py")
+    (tmp_path / "pyproject.toml").write_text('[tool.kernelrules]\narch = ["ada"]\nstage = "config"\n')
+    result = run_cli("lint", "softmax.py", "--format", "sarif", "--cache-dir", "cache")
+    sarif = json.loads(result.stdout)
+    assert sarif["version"] == "2.1.0"
+    assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["CFG002"]
+    (tmp_path / "pyproject.toml").write_text('[tool.kernelrules]\narch = ["ada"]\ncolour = "red"\n')
+    bad = run_cli("lint", "softmax.py")
+    assert bad.returncode == 2 and "colour" in bad.stderr and "pyproject.toml" in bad.stderr
