@@ -272,6 +272,7 @@ class CompilePool:
                 [sys.executable, "-m", "kernelrules.pool"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=early_stderr,
                 start_new_session=True, env=env, close_fds=True,
+                cwd=scratch,  # not the user's directory: a source checkout there must not shadow the installed package
             )
         worker = _Worker(proc=proc, scratch=scratch)
         os.set_blocking(worker.fd, False)

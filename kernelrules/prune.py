@@ -93,7 +93,7 @@ class KernelTarget:
         """The compile job of one config on one architecture."""
         options = {k: getattr(config, k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")
                    if getattr(config, k) is not None}
-        return CompileJob(path=str(self.path), kernel=self.name, signature=dict(self.signature),
+        return CompileJob(path=str(Path(self.path).resolve()), kernel=self.name, signature=dict(self.signature),
                           constexprs=dict(config.constexprs), options=options,
                           target=("cuda", arch.sm, arch.flat().get("warp_size", 32)), timeout=timeout,
                           analyze=True)
