@@ -9,7 +9,9 @@ the wheel, and the command works from a directory that is not the repository.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -66,6 +68,16 @@ def test_fresh_venv_runs_the_command(wheel, tmp_path):
         result = subprocess.run([exe, *args], cwd=workdir, capture_output=True, text=True, env=env, timeout=120)
         assert result.returncode == 0, result.stderr
         assert expect in result.stdout
+    # Lint from a source checkout's root: its kernelrules/ folder must not shadow the installed
+    # package in the compile workers (the resource-model probes compile there).
+    shutil.copytree(REPO / "kernelrules", workdir / "kernelrules")
+    shutil.copy(REPO / "examples" / "matmul.py", workdir / "matmul.py")
+    linted = subprocess.run([exe, "lint", "matmul.py", "--arch", "ada", "--stage", "config", "--format", "json",
+                             "--cache-dir", str(tmp_path / "cache")],
+                            cwd=workdir, capture_output=True, text=True, env=env, timeout=300)
+    assert linted.returncode == 1, linted.stderr
+    codes = {f["code"] for f in json.loads(linted.stdout)["findings"]}
+    assert "MEM001" in codes and "CMP001" not in codes
     where = subprocess.run(
         [str(python), "-c", "import kernelrules, kernelrules.analyzers; print(kernelrules.__file__)"],
         cwd=workdir, capture_output=True, text=True, env=env, check=True,
