@@ -70,11 +70,13 @@ def test_fresh_venv_runs_the_command(wheel, tmp_path):
         assert expect in result.stdout
     # Lint from a source checkout's root: its kernelrules/ folder must not shadow the installed
     # package in the compile workers (the resource-model probes compile there).
-    shutil.copytree(REPO / "kernelrules", workdir / "kernelrules")
-    shutil.copy(REPO / "examples" / "matmul.py", workdir / "matmul.py")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copytree(REPO / "kernelrules", checkout / "kernelrules")
+    shutil.copy(REPO / "examples" / "matmul.py", checkout / "matmul.py")
     linted = subprocess.run([exe, "lint", "matmul.py", "--arch", "ada", "--stage", "config", "--format", "json",
                              "--cache-dir", str(tmp_path / "cache")],
-                            cwd=workdir, capture_output=True, text=True, env=env, timeout=300)
+                            cwd=checkout, capture_output=True, text=True, env=env, timeout=300)
     assert linted.returncode == 1, linted.stderr
     codes = {f["code"] for f in json.loads(linted.stdout)["findings"]}
     assert "MEM001" in codes and "CMP001" not in codes
