@@ -288,12 +288,14 @@ class Engine:
         max_edits: int = 8,
         max_candidates: int = 512,
         facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
+        frozen: frozenset[str] = frozenset(),
     ) -> tuple[KernelConfig, tuple[str, ...]] | None:
         """The nearest passing config and the repair steps to it (see :mod:`kernelrules.repair`)."""
         from .repair import nearest_passing
 
         return nearest_passing(self, config, arch, kernel=kernel, facts=facts, problem=problem,
-                               max_edits=max_edits, max_candidates=max_candidates, facts_fn=facts_fn)
+                               max_edits=max_edits, max_candidates=max_candidates, facts_fn=facts_fn,
+                               frozen=frozen)
 
 
 _DEFAULT_ENGINE: Engine | None = None

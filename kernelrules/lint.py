@@ -70,7 +70,7 @@ def _configs_of(kernel: Any) -> list[tuple[KernelConfig, int | None, int | None]
     autotune = getattr(kernel, "autotune", None)
     if autotune is None or not autotune.configs:
         return [(KernelConfig(), None, None)]
-    return [(site.config, site.line, site.column) for site in autotune.configs]
+    return [(site.config, site.line, site.column + 1) for site in autotune.configs]  # ast columns are 0-based
 
 
 def _explicit_spec(kernel: Any, options: LintOptions) -> Mapping[str, Any] | None:
@@ -146,7 +146,7 @@ class Linter:
         report.kernels.append(kernel_report)
         autotune = getattr(kernel, "autotune", None)
         if autotune is not None and autotune.configs_error:
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column, "LNT002", "unparseable-autotune",
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT002", "unparseable-autotune",
                                                  "warning", f"autotune configs not judged: {autotune.configs_error}"))
         try:
             spec = _explicit_spec(kernel, self.options)
@@ -154,7 +154,7 @@ class Linter:
                                                        if k not in {p.name for p in kernel.params if p.constexpr}} or None)
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column, "LNT004", "file-error", "error", str(exc)))
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT004", "file-error", "error", str(exc)))
             return
         kernel_report.signature_provenance = dict(signature.provenance)
         sites = _configs_of(kernel)
@@ -164,16 +164,18 @@ class Linter:
             message = (f"cannot judge {kernel.name}: no launch signature for {missing}; write a spec with "
                        f"'kernelrules spec {shown}' or record one with 'kernelrules trace'")
             kernel_report.status, kernel_report.message = "needs-spec", message
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column, "LNT001", "needs-spec", "warning", message))
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT001", "needs-spec", "warning", message))
             return
         sites = [(c.replace(fixed), line, col) for c, line, col in sites]
-        self._judge(kernel, signature, sites, kernel_report, report)
+        self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed))
 
-    def _judge(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport, report: LintReport) -> None:
+    def _judge(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport, report: LintReport,
+               fixed: frozenset[str] = frozenset()) -> None:
         configs = [c for c, _, _ in sites]
         where = {c.key(): (line, col) for c, line, col in sites}
         dtypes = sorted({v[1:] for v in signature.spec.values() if isinstance(v, str) and v.startswith("*")})
-        target = KernelTarget(Path(kernel.path), kernel.name, signature.spec, {"name": kernel.name, "dtypes": dtypes})
+        target = KernelTarget(Path(kernel.path), kernel.name, signature.spec, {"name": kernel.name, "dtypes": dtypes},
+                              fixed)
         pruner = Pruner(target, engine=self.engine, jobs=self.options.jobs, timeout=self.options.timeout,
                         cache=self.cache, progress=self.progress)
         try:
@@ -184,12 +186,12 @@ class Linter:
                     line, col = where.get(record.verdict.config.key(), (None, None))
                     for d in record.verdict.diagnostics:
                         report.findings.append(self._finding(
-                            kernel, line or kernel.line, col or kernel.column, d.code, d.name, d.severity,
+                            kernel, line or kernel.line, col or kernel.column + 1, d.code, d.name, d.severity,
                             d.message, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
                             repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column, "LNT004", "file-error", "error", str(exc)))
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT004", "file-error", "error", str(exc)))
         finally:
             pruner.close()
 

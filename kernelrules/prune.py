@@ -25,7 +25,7 @@ from .config import KernelConfig
 from .engine import Engine, Verdict, default_engine
 from .facts import compiled_facts
 from .pool import CompilePool
-from .resource_model import ModelError, ResourceModel, choose_probes, learn, read_probe
+from .resource_model import ModelError, ResourceModel, choose_probes, learn, read_probe, synthetic_probes
 from .space import Space, load_space
 
 #: Facts copied into the JSON record (the rest stays available in Python).
@@ -88,6 +88,7 @@ class KernelTarget:
     name: str
     signature: Mapping[str, Any]
     kernel_info: Mapping[str, Any]
+    fixed: frozenset[str] = frozenset()  # constexprs the problem fixes: repairs leave them alone
 
     def job(self, config: KernelConfig, arch: Any, timeout: float | None) -> CompileJob:
         """The compile job of one config on one architecture."""
@@ -134,19 +135,23 @@ class Pruner:
 
     def learn_model(self, candidates: Sequence[KernelConfig], arch: Any) -> ResourceModel | None:
         """Probe-compile a few cheap configs and fit the resource model (None when it cannot)."""
-        probes = choose_probes(candidates)
-        if not probes:
-            return None
-        read = []
-        for config, result in zip(probes, self.compile_many(probes, arch, f"probing {arch.name}")):
-            if result.ok and result.asm.get("ttgir"):
-                read.append(read_probe(config, result.asm["ttgir"]))
-        try:
-            model = learn(read, arch)
-        except ModelError as exc:
-            self.notes.append(f"{arch.name}: no resource model ({exc}); shared memory is judged after compiling")
-            return None
-        return self._complete_paths(model, read, candidates, arch)
+        error: Exception | None = None
+        for probes in (choose_probes(candidates), synthetic_probes(candidates)):
+            if not probes:
+                continue
+            read = []
+            for config, result in zip(probes, self.compile_many(probes, arch, f"probing {arch.name}")):
+                if result.ok and result.asm.get("ttgir"):
+                    read.append(read_probe(config, result.asm["ttgir"]))
+            try:
+                model = learn(read, arch)
+            except ModelError as exc:
+                error = exc
+                continue
+            return self._complete_paths(model, read, candidates, arch)
+        if error is not None:
+            self.notes.append(f"{arch.name}: no resource model ({error}); shared memory is judged after compiling")
+        return None
 
     def _complete_paths(self, model: ResourceModel, read: list, candidates: Sequence[KernelConfig],
                         arch: Any) -> ResourceModel:
@@ -185,7 +190,7 @@ class Pruner:
             facts = predict(verdict.config)
             if verdict.rejected:
                 found = self.engine.repair(verdict.config, arch, kernel=kernel, facts=facts, problem=problem,
-                                           facts_fn=predict)
+                                           facts_fn=predict, frozen=self.target.fixed)
                 if found is not None:
                     verdict.repair, verdict.repair_steps = found
             records.append(PruneRecord(verdict, facts))
@@ -238,7 +243,8 @@ def prune_space(space: Space, archs: Sequence[Any], *, compile: bool = False, jo
                 timeout: float = 30.0, cache: ResultCache | None = None, engine: Engine | None = None,
                 progress: Progress | None = None) -> PruneResult:
     """Judge every config of a loaded space on each architecture."""
-    target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info())
+    target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
+                          frozenset(space.fixed))
     configs = list(space.configs())
     check_target(target, configs, archs)
     pruner = Pruner(target, engine=engine, jobs=jobs, timeout=timeout, cache=cache, progress=progress)

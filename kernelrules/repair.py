@@ -27,8 +27,13 @@ def nearest_passing(
     max_edits: int = 8,
     max_candidates: int = 512,
     facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
+    frozen: frozenset[str] = frozenset(),
 ) -> tuple[KernelConfig, tuple[str, ...]] | None:
-    """Breadth-first search over rule repairs; None when the config passes or nothing is found."""
+    """Breadth-first search over rule repairs; None when the config passes or nothing is found.
+
+    ``frozen`` names config keys a repair may not change: values fixed by the problem
+    (a space file's ``fixed``, a spec's constexprs such as HEAD_DIM), not tuning knobs.
+    """
     queue: deque[tuple[KernelConfig, tuple[str, ...]]] = deque([(config, ())])
     seen = {config.key()}
     while queue and len(seen) <= max_candidates:
@@ -44,6 +49,9 @@ def nearest_passing(
         for rule in _firing_error_rules(engine, verdict):
             for step in rule.repairs:
                 child = apply_repair(step, candidate, env)
+                if child is not None and frozen and any(
+                        child.to_dict().get(k) != candidate.to_dict().get(k) for k in frozen):
+                    continue
                 if child is not None and child.key() not in seen:
                     seen.add(child.key())
                     queue.append((child, steps + (f"{rule.code}: {step.description}",)))

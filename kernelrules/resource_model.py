@@ -335,3 +335,29 @@ def choose_probes(configs: Iterable[KernelConfig], count: int = 2) -> list[Kerne
             if c not in chosen and test(c):
                 chosen.append(c)
     return [c.replace({"num_stages": PROBE_STAGES}) for c in chosen]
+
+
+def synthetic_probes(configs: Iterable[KernelConfig], count: int = 2) -> list[KernelConfig]:
+    """Probe configs made up to tell every constexpr apart, when the space's own cannot.
+
+    Starting from the cheapest config, every block-size constexpr gets a distinct power
+    of two (16 to 256) that no other integer constexpr of the config has, rotated
+    between probes so that each block size differs from probe to probe. A space such
+    as attention's, where BLOCK_N and HEAD_DIM are both 64 in every config, cannot
+    separate them otherwise.
+    """
+    pool_configs = [c for c in configs if c.namespace()["blocks"]]
+    if not pool_configs:
+        return []
+    base = min(pool_configs, key=lambda c: (math.prod(c.namespace()["blocks"].values() or [1]), str(c)))
+    blocks = sorted(base.namespace()["blocks"])
+    others = {v for k, v in base.constexprs.items()
+              if k not in blocks and isinstance(v, int) and not isinstance(v, bool)}
+    values = [v for v in (16, 32, 64, 128, 256) if v not in others]
+    if len(values) < len(blocks) + count - 1:
+        return []
+    probes = []
+    for shift in range(count):
+        assignment = {key: values[(i + shift) % len(values)] for i, key in enumerate(blocks)}
+        probes.append(base.replace({**assignment, "num_stages": PROBE_STAGES}))
+    return probes

@@ -94,3 +94,27 @@ def test_pyproject_settings_and_sarif(run_cli, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.kernelrules]\narch = ["ada"]\ncolour = "red"\n')
     bad = run_cli("lint", "softmax.py")
     assert bad.returncode == 2 and "colour" in bad.stderr and "pyproject.toml" in bad.stderr
+
+
+def test_attention_with_sidecar_spec(run_cli, tmp_path):
+    copy_example(tmp_path, "attention_fwd.py")
+    shutil.copy(EXAMPLES / "attention_fwd.kernelrules.yaml", tmp_path / "attention_fwd.kernelrules.yaml")
+    result = run_cli("lint", "attention_fwd.py", "--arch", "ada,hopper", "--stage", "config", "--format", "json",
+                     "--cache-dir", "cache")
+    data = json.loads(result.stdout)
+    (kernel,) = data["kernels"]
+    assert kernel["status"] == "analyzed" and set(kernel["signature_provenance"].values()) == {"spec"}
+    by_config = {(r["config"]["BLOCK_M"], r["config"]["BLOCK_N"], r["arch"]): r for r in kernel["results"]}
+    too_big = by_config[(128, 128, "sm_89")]
+    assert [d["code"] for d in too_big["diagnostics"]] == ["MEM001"]
+    assert too_big["repair"]["HEAD_DIM"] == 64  # a value fixed by the spec is never "repaired"
+    assert by_config[(128, 128, "sm_90")]["verdict"] == "pass"
+    assert [d["code"] for d in by_config[(64, 8, "sm_90")]["diagnostics"]] == ["DOT001"]
+
+
+def test_fused_pointwise_block_size(run_cli, tmp_path):
+    copy_example(tmp_path, "fused_pointwise.py")
+    result = run_cli("lint", "fused_pointwise.py", "--arch", "hopper", "--stage", "config", "--cache-dir", "cache")
+    assert result.returncode == 1
+    assert "CFG001 block size XBLOCK is not a power of two" in result.stdout
+    assert "nearest passing config: XBLOCK=512, num_warps=4" in result.stdout
