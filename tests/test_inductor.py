@@ -179,7 +179,8 @@ def test_template_options(tmp_path: Path) -> None:
 
 
 def test_output_code_with_embedded_kernels(tmp_path: Path) -> None:
-    kernel = textwrap.dedent(POINTWISE).replace('raise RuntimeError("this file must never be executed by kernelrules")', "")
+    never_run = 'raise RuntimeError("this file must never be executed by kernelrules")'
+    kernel = textwrap.dedent(POINTWISE).replace(never_run, "")
     reduction = textwrap.dedent(REDUCTION)
     text = (
         "from torch._inductor.async_compile import AsyncCompile\n"
