@@ -25,8 +25,8 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 from .config import KernelConfig
 
@@ -62,6 +62,25 @@ _CONFIG_OPTION_KWARGS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 _CONFIG_IGNORED_KWARGS = ("pre_hook", "ir_override")
 
 
+#: ``os.environ.get(name, default)`` and ``os.getenv``: evaluated as if the variable were unset.
+_ENVIRONMENT_GETTERS = ("os.environ.get", "os.getenv")
+#: Methods of str values the interpreter applies (pure, no side effects).
+_STR_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith",
+                          "split", "replace", "isdigit", "format", "join"})
+_MISSING = object()
+
+
+def _relocate(value: Any, node: ast.AST) -> Any:
+    """Configs evaluated in another module, re-pointed at ``node`` (where this file uses them)."""
+    if isinstance(value, ConfigSite):
+        return ConfigSite(value.config, getattr(node, "lineno", value.line), getattr(node, "col_offset", value.column))
+    if isinstance(value, list):
+        return [_relocate(v, node) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_relocate(v, node) for v in value)
+    return value
+
+
 class Unsupported(Exception):
     """The expression uses something outside the supported subset."""
 
@@ -92,6 +111,13 @@ class ModuleScope:
     constants: Mapping[str, ast.expr]
     functions: Mapping[str, ast.FunctionDef]
     resolve: Callable[[str], str]
+    #: Every top-level assignment of a name, in source order (``configs = [...]`` then
+    #: ``configs = [Config(...) for ... in configs]``): a constant that reads its own name
+    #: reads the assignment before.
+    history: Mapping[str, Sequence[ast.expr]] = field(default_factory=dict)
+    #: ``name -> (scope, name there)`` for a name imported from another module of the same
+    #: package (``from .kernels import configs``), or None.
+    imported: Callable[[str], "tuple[ModuleScope, str] | None"] | None = None
 
 
 class _Return(Exception):
@@ -127,6 +153,8 @@ class ConfigEvaluator:
         self.steps = 0
         self._resolving: set[str] = set()
         self._constant_cache: dict[str, Any] = {}
+        self._constant_depth: dict[str, int] = {}
+        self._foreign: dict[int, "ConfigEvaluator"] = {}
 
     # -- entry points ---------------------------------------------------------
 
@@ -174,22 +202,63 @@ class ConfigEvaluator:
         return self._module_constant(node.id, node)
 
     def _module_constant(self, name: str, node: ast.AST) -> Any:
-        """The value of a module-level constant, evaluated once."""
+        """The value of a module-level constant, evaluated once.
+
+        A constant whose value reads its own name (``configs = [f(c) for c in configs]``)
+        reads the assignment before it; a name imported from another module of the same
+        package is evaluated there (configs it holds point at ``node``, where it is used).
+        """
         if name in self._constant_cache:
             return self._constant_cache[name]
         if name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name]
-        value_node = self.scope.constants.get(name)
-        if value_node is None or name in self._resolving:
+        history = list(self.scope.history.get(name) or ())
+        if not history and name in self.scope.constants:
+            history = [self.scope.constants[name]]
+        depth = self._constant_depth.get(name, 0)
+        if depth >= len(history):
+            foreign = self._foreign_value(name, node) if depth == 0 else _MISSING
+            if foreign is not _MISSING:
+                self._constant_cache[name] = foreign
+                return foreign
             kind = "a function" if name in self.scope.functions else "not a module-level constant"
             raise Unsupported(f"name {name!r} is {kind}", node)
-        self._resolving.add(name)
+        self._constant_depth[name] = depth + 1
         try:
-            value = self.eval(value_node, {})
+            value = self.eval(history[-1 - depth], {})
         finally:
-            self._resolving.discard(name)
-        self._constant_cache[name] = value
+            self._constant_depth[name] = depth
+        if depth == 0:
+            self._constant_cache[name] = value
         return value
+
+    def _foreign_evaluator(self, name: str) -> "tuple[ConfigEvaluator, str] | None":
+        """An evaluator over the module ``name`` is imported from (same package), sharing the step budget."""
+        found = self.scope.imported(name) if self.scope.imported is not None else None
+        if found is None:
+            return None
+        scope, there = found
+        key = id(scope)
+        if key not in self._foreign:
+            self._foreign[key] = ConfigEvaluator(scope, self.step_limit)
+        evaluator = self._foreign[key]
+        evaluator.steps = self.steps
+        return evaluator, there
+
+    def _foreign_value(self, name: str, node: ast.AST) -> Any:
+        """The value of an imported module-level constant, or ``_MISSING``."""
+        found = self._foreign_evaluator(name)
+        if found is None:
+            return _MISSING
+        evaluator, there = found
+        if there not in evaluator.scope.constants and there not in evaluator.scope.history:
+            if evaluator.scope.imported is None or evaluator.scope.imported(there) is None:
+                return _MISSING
+        try:
+            value = evaluator._module_constant(there, node)
+        finally:
+            self.steps = evaluator.steps
+        return _relocate(value, node)
 
     def _eval_List(self, node: ast.List, env: dict) -> list:
         out: list = []
@@ -348,6 +417,8 @@ class ConfigEvaluator:
 
     def _eval_Call(self, node: ast.Call, env: dict) -> Any:
         dotted = _dotted(node.func)
+        if dotted is None and isinstance(node.func, ast.Attribute):
+            return self._value_method(node, self.eval(node.func.value, env), node.func.attr, env)
         if dotted is None:
             raise Unsupported(f"call of {ast.unparse(node.func)[:60]}", node)
         if "." in dotted and dotted.split(".", 1)[0] in env:
@@ -359,6 +430,21 @@ class ConfigEvaluator:
             return self.eval(node.args[0], env)
         if dotted in self.scope.functions and dotted not in env:
             return self._call_function(self.scope.functions[dotted], node, env)
+        if canonical in _ENVIRONMENT_GETTERS:
+            # The environment is read as unset: the call's default (its second argument).
+            args, kwargs = self._arguments(node, env)
+            return args[1] if len(args) > 1 else kwargs.get("default")
+        if "." not in dotted and dotted not in env and dotted not in _BUILTINS:
+            found = self._foreign_evaluator(dotted)
+            if found is not None and found[1] in found[0].scope.functions:
+                evaluator, there = found
+                args, kwargs = self._arguments(node, env)
+                evaluator.steps = self.steps
+                try:
+                    value = evaluator._call_values(evaluator.scope.functions[there], args, kwargs, node)
+                finally:
+                    self.steps = evaluator.steps
+                return _relocate(value, node)
         args, kwargs = self._arguments(node, env)
         if canonical == "range":
             return self._check_size(range(*args), node)
@@ -411,6 +497,16 @@ class ConfigEvaluator:
                 values[name] = value
         return ConfigSite(KernelConfig.from_dict(values), node.lineno, node.col_offset)
 
+    def _value_method(self, node: ast.Call, target: Any, method: str, env: dict) -> Any:
+        """A whitelisted method of a computed str value (``os.environ.get(...).lower()``)."""
+        args, kwargs = self._arguments(node, env)
+        if isinstance(target, str) and method in _STR_METHODS:
+            return getattr(target, method)(*args, **kwargs)
+        if isinstance(target, dict) and method in ("get", "items", "keys", "values"):
+            result = getattr(target, method)(*args)
+            return list(result) if method != "get" else result
+        raise Unsupported(f"method call .{method}() on a {type(target).__name__} is not supported", node)
+
     def _method_call(self, node: ast.Call, dotted: str, env: dict) -> Any:
         """``local.append(x)`` / ``local.extend(xs)`` on a list local to a helper function."""
         owner, _, method = dotted.partition(".")
@@ -423,13 +519,19 @@ class ConfigEvaluator:
         if isinstance(target, dict) and method in ("get", "items", "keys", "values"):
             result = getattr(target, method)(*args)
             return list(result) if method != "get" else result
+        if isinstance(target, str) and method in _STR_METHODS:
+            return getattr(target, method)(*args, **kwargs)
         raise Unsupported(f"method call {dotted}() is not supported", node)
 
     def _call_function(self, func: ast.FunctionDef, node: ast.Call, env: dict) -> Any:
         """Interpret a module-level function's body with the call's arguments bound."""
+        args, kwargs = self._arguments(node, env)
+        return self._call_values(func, args, kwargs, node)
+
+    def _call_values(self, func: ast.FunctionDef, args: list, kwargs: dict, node: ast.AST) -> Any:
+        """Interpret ``func``'s body with evaluated arguments bound."""
         if func.name in self._resolving:
             raise Unsupported(f"recursive call of {func.name}()", node)
-        args, kwargs = self._arguments(node, env)
         local = self._bind_parameters(func, args, kwargs, node)
         self._resolving.add(func.name)
         try:

@@ -89,6 +89,14 @@ class DiscoveredKernel:
     heuristics: dict[str, str] = field(default_factory=dict)
     helpers: list[str] = field(default_factory=list)
     constexpr_globals: dict[str, Any] = field(default_factory=dict)
+    #: Jit functions that call or reference this one (``file:name``); a jit function with
+    #: callers and no ``@triton.autotune`` is a helper, not a launchable kernel.
+    called_by: list[str] = field(default_factory=list)
+
+    @property
+    def is_helper(self) -> bool:
+        """Whether another jit function calls or references this one (and it is not autotuned)."""
+        return bool(self.called_by) and self.autotune is None
 
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, or None."""
@@ -223,14 +231,41 @@ class ParsedModule:
     constants: dict[str, ast.expr]
     jit_functions: dict[str, ast.FunctionDef]
     plain_functions: dict[str, ast.FunctionDef]
+    history: dict[str, list[ast.expr]] = field(default_factory=dict)
+    #: local name -> (file of the same package it is imported from, name there)
+    import_sources: dict[str, tuple[Path, str]] = field(default_factory=dict)
 
     def scope(self) -> ModuleScope:
-        """What the config evaluator may read from this module."""
-        return ModuleScope(self.constants, self.plain_functions, self.imports.resolve)
+        """What the config evaluator may read from this module (and, lazily, from its package)."""
+        return ModuleScope(self.constants, self.plain_functions, self.imports.resolve,
+                           history=self.history, imported=self._imported)
+
+    def _imported(self, name: str) -> tuple[ModuleScope, str] | None:
+        """The scope of the same-package module ``name`` is imported from, and its name there."""
+        source = self.import_sources.get(name)
+        if source is None:
+            return None
+        other = _cached_module(source[0])
+        return (other.scope(), source[1]) if other is not None else None
 
     def segment(self, node: ast.AST) -> str:
-        """Source text of ``node``."""
-        return ast.get_source_segment(self.source, node) or ast.unparse(node)
+        """Source text of ``node`` (the file's lines are split once, not on every call)."""
+        lines = self.__dict__.get("_lines")
+        if lines is None:
+            lines = self.__dict__["_lines"] = self.source.splitlines(keepends=True)
+        try:
+            first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return ast.unparse(node)
+        if end is None or last is None or not (0 <= first <= last < len(lines)):
+            return ast.unparse(node)
+        if first == last:
+            text = lines[first].encode()[start:end].decode(errors="replace")
+        else:
+            text = (lines[first].encode()[start:].decode(errors="replace") + "".join(lines[first + 1:last])
+                    + lines[last].encode()[:end].decode(errors="replace"))
+        return text or ast.unparse(node)
 
 
 def parse_module(path: Path, source: str) -> ParsedModule:
@@ -238,17 +273,76 @@ def parse_module(path: Path, source: str) -> ParsedModule:
     tree = ast.parse(source, filename=str(path))
     imports = ImportTable.from_module(tree)
     constants: dict[str, ast.expr] = {}
+    history: dict[str, list[ast.expr]] = {}
     jit: dict[str, ast.FunctionDef] = {}
     plain: dict[str, ast.FunctionDef] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             constants[node.targets[0].id] = node.value
+            history.setdefault(node.targets[0].id, []).append(node.value)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             constants[node.target.id] = node.value
+            history.setdefault(node.target.id, []).append(node.value)
         elif isinstance(node, ast.FunctionDef):
             is_jit = any(_is_triton(imports.canonical(d), "jit") for d in node.decorator_list)
             (jit if is_jit else plain)[node.name] = node
-    return ParsedModule(path, source, tree, imports, constants, jit, plain)
+    return ParsedModule(path, source, tree, imports, constants, jit, plain, history, _import_sources(path, tree))
+
+
+def _module_file(path: Path, module: str, level: int) -> Path | None:
+    """The file of ``module`` imported from ``path``: relative (``level`` > 0) or absolute within an ancestor.
+
+    Only files next to ``path`` or under one of its ancestor directories are considered
+    (the package being linted); nothing is imported or installed.
+    """
+    parts = [p for p in module.split(".") if p]
+    if level > 0:
+        bases = [path.parent.parents[level - 2] if level >= 2 else path.parent] if level - 2 < len(path.parent.parents) else []
+    else:
+        bases = [path.parent, *path.parent.parents]
+        if not parts:
+            return None
+    for base in bases:
+        target = base.joinpath(*parts) if parts else base
+        for candidate in (target.with_suffix(".py") if parts else None, target / "__init__.py"):
+            if candidate is not None and candidate.is_file() and candidate.resolve() != path.resolve():
+                return candidate
+        if level == 0 and parts and (base / parts[0]).is_dir():
+            return None  # the package root: no other ancestor can hold it
+    return None
+
+
+def _import_sources(path: Path, tree: ast.Module) -> dict[str, tuple[Path, str]]:
+    """``from [.]pkg.mod import name [as alias]`` at module level, for files of the same package."""
+    sources: dict[str, tuple[Path, str]] = {}
+    for node in _module_statements(tree.body):
+        if not isinstance(node, ast.ImportFrom) or (node.level == 0 and not node.module):
+            continue
+        if node.level == 0 and node.module.split(".", 1)[0] in ("triton", "torch", "os", "itertools", "typing"):
+            continue
+        pending = [(alias.asname or alias.name, alias.name) for alias in node.names if alias.name != "*"]
+        if not pending:
+            continue
+        try:
+            found = _module_file(path, node.module or "", node.level)
+        except (OSError, ValueError, IndexError):
+            found = None
+        if found is not None:
+            for local, there in pending:
+                sources[local] = (found, there)
+    return sources
+
+
+_MODULE_CACHE: dict[Path, "ParsedModule | None"] = {}
+
+
+def _cached_module(path: Path) -> "ParsedModule | None":
+    """A parsed module of the same package, read once per process (None when unreadable)."""
+    key = path.resolve()
+    if key not in _MODULE_CACHE:
+        parsed = read_module(path)
+        _MODULE_CACHE[key] = parsed if isinstance(parsed, ParsedModule) else None
+    return _MODULE_CACHE[key]
 
 
 def read_module(path: Path) -> ParsedModule | Problem:
@@ -375,8 +469,9 @@ def _helpers(module: ParsedModule, name: str) -> list[str]:
     while stack:
         current = stack.pop(0)
         for node in ast.walk(module.jit_functions[current]):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                callee = node.func.id
+            # A call, or a reference (``tl.reduce(x, 0, combine)``, ``tl.associative_scan``).
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                callee = node.id
                 if callee in module.jit_functions and callee != name and callee not in found:
                     found.append(callee)
                     stack.append(callee)
@@ -430,12 +525,45 @@ def discover_module(module: ParsedModule) -> tuple[list[DiscoveredKernel], list[
 def discover(paths: Sequence[str | os.PathLike[str]]) -> DiscoveryResult:
     """Discover the jit kernels in ``paths`` (files or directories), never running them."""
     result = DiscoveryResult()
+    modules: list[ParsedModule] = []
     for path in iter_python_files(paths):
         parsed = read_module(path)
         if isinstance(parsed, Problem):
             result.problems.append(parsed)
             continue
+        modules.append(parsed)
         kernels, problems = discover_module(parsed)
         result.kernels.extend(kernels)
         result.problems.extend(problems)
+    _link_helpers(result.kernels, modules)
     return result
+
+
+def _link_helpers(kernels: list[DiscoveredKernel], modules: list[ParsedModule]) -> None:
+    """Fill ``called_by``; add jit functions imported from other discovered files to their callers' ``helpers``.
+
+    ``from .utils import element_mul`` then ``element_mul(...)`` inside a jit function makes
+    ``utils.element_mul`` a helper of that kernel (by name, as ``helpers`` holds names).
+    """
+    by_file = {(k.path.resolve(), k.name): k for k in kernels}
+    for kernel in kernels:
+        for helper in kernel.helpers:
+            callee = by_file.get((kernel.path.resolve(), helper))
+            if callee is not None and f"{kernel.path.name}:{kernel.name}" not in callee.called_by:
+                callee.called_by.append(f"{kernel.path.name}:{kernel.name}")
+    for module in modules:
+        for name, func in module.jit_functions.items():
+            caller = by_file.get((module.path.resolve(), name))
+            if caller is None:
+                continue
+            for node in ast.walk(func):
+                if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)) or node.id in module.jit_functions:
+                    continue
+                source = module.import_sources.get(node.id)
+                callee = by_file.get((source[0].resolve(), source[1])) if source is not None else None
+                if callee is None or callee is caller:
+                    continue
+                if callee.name not in caller.helpers:
+                    caller.helpers.append(callee.name)
+                if f"{module.path.name}:{name}" not in callee.called_by:
+                    callee.called_by.append(f"{module.path.name}:{name}")

@@ -235,3 +235,106 @@ def test_directory_walk_is_sorted_and_skips_hidden(tmp_path):
     files = [p.relative_to(tmp_path).as_posix() for p in iter_python_files([tmp_path, tmp_path / "b.py"])]
     assert files == ["a/y.py", "a/z.py", "b.py"]
     assert len(discover([tmp_path]).kernels) == 3
+
+
+# --------------------------------------------------------------------------- corpus hardening
+
+
+def test_environment_reads_take_their_default(tmp_path):
+    source = HEADER + """
+import os
+_OFF = os.environ.get("MY_AUTOTUNE", "1").lower() in ("0", "false")
+_W = int(os.getenv("MY_WARPS", "4"))
+configs = [triton.Config({"BLOCK": 64}, num_warps=_W)] if _OFF else [
+    triton.Config({"BLOCK": b}, num_warps=_W) for b in (64, 128)]
+
+@triton.autotune(configs=configs, key=["n"])
+""" + KERNEL
+    kernel, problems = only_kernel(write(tmp_path, source))
+    assert problems == []
+    assert [(s.config.constexprs["BLOCK"], s.config.num_warps) for s in kernel.autotune.configs] == [(64, 4), (128, 4)]
+
+
+def test_constant_that_reads_its_own_earlier_assignment(tmp_path):
+    source = HEADER + """
+configs = [(64, 32, 4), (128, 64, 8)]
+configs = [triton.Config(dict(BLOCK=b, BLOCK_K=k), num_warps=w) for b, k, w in configs]
+
+@triton.autotune(configs=configs, key=["n"])
+""" + KERNEL
+    kernel, problems = only_kernel(write(tmp_path, source))
+    assert problems == []
+    assert [s.config.constexprs["BLOCK"] for s in kernel.autotune.configs] == [64, 128]
+    assert {s.line for s in kernel.autotune.configs} == {5}
+
+
+def test_configs_imported_from_the_same_package(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "common.py").write_text(textwrap.dedent("""
+        import triton
+        def make(warps):
+            return [triton.Config({"BLOCK": b}, num_warps=w) for b in (32, 64) for w in warps]
+        shared = [triton.Config({"BLOCK": 256}, num_warps=8)]
+    """))
+    absolute = HEADER + "from pkg.common import make\n@triton.autotune(configs=make([4]), key=['n'])\n" + KERNEL
+    relative = HEADER + "from ..common import shared as cfgs\n@triton.autotune(configs=cfgs, key=['n'])\n" + KERNEL
+    a, problems_a = only_kernel(write(pkg / "sub", absolute, name="a.py"))
+    b, problems_b = only_kernel(write(pkg / "sub", relative, name="b.py"))
+    assert problems_a == [] and problems_b == []
+    assert [s.config.constexprs["BLOCK"] for s in a.autotune.configs] == [32, 64]
+    assert [s.config.constexprs["BLOCK"] for s in b.autotune.configs] == [256]
+    # configs that live in another file are reported where this file uses them
+    assert {s.line for s in a.autotune.configs} == {4} and {s.line for s in b.autotune.configs} == {4}
+
+
+def test_unknown_import_still_unparseable(tmp_path):
+    source = HEADER + "from elsewhere import cfgs\n@triton.autotune(configs=cfgs, key=['n'])\n" + KERNEL
+    kernel, problems = only_kernel(write(tmp_path, source))
+    assert kernel.autotune.configs_error and [p.kind for p in problems] == ["unparseable-autotune"]
+
+
+def test_jit_function_passed_as_combine_fn_is_a_helper(tmp_path):
+    source = HEADER + """
+@triton.jit
+def _add(a, b):
+    return a + b
+
+@triton.jit
+def scan_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, tl.associative_scan(x, 0, _add), mask=offs < n)
+"""
+    result = discover([write(tmp_path, source)])
+    kernels = {k.name: k for k in result.kernels}
+    assert kernels["scan_kernel"].helpers == ["_add"]
+    assert kernels["_add"].is_helper and kernels["_add"].called_by == ["k.py:scan_kernel"]
+    assert not kernels["scan_kernel"].is_helper
+
+
+def test_jit_helper_imported_from_another_file_is_a_helper(tmp_path):
+    write(tmp_path, HEADER + "@triton.jit\ndef element_mul(p, n):\n    tl.store(p, tl.load(p) * n)\n", name="utils.py")
+    write(tmp_path, HEADER + "from .utils import element_mul\n" + """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    element_mul(x_ptr + tl.program_id(0), n)
+""", name="ops.py")
+    result = discover([tmp_path])
+    kernels = {k.name: k for k in result.kernels}
+    assert kernels["k"].helpers == ["element_mul"]
+    assert kernels["element_mul"].is_helper and kernels["element_mul"].called_by == ["ops.py:k"]
+
+
+def test_source_segments_of_params_and_heuristics(tmp_path):
+    source = HEADER + """
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def k(x_ptr, n, BLOCK: "tl.constexpr" = 128, EVEN: tl.constexpr = False):
+    pass
+"""
+    kernel, problems = only_kernel(write(tmp_path, source))
+    assert kernel.heuristics == {"EVEN": 'lambda args: args["n"] % args["BLOCK"] == 0'}
+    assert kernel.param("BLOCK").annotation == '"tl.constexpr"' and kernel.param("BLOCK").default == 128
