@@ -310,6 +310,7 @@ def lint_command(
     fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Lowest severity that makes the exit code 1: error, warning or info."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings."),
     spec: Optional[Path] = typer.Option(None, "--spec", help="Launch-signature spec file (kernels: {name: {signature: ...}})."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="Launch trace recorded by 'kernelrules trace'."),
     select: Optional[str] = typer.Option(None, "--select", help="Only these codes or prefixes, comma-separated."),
     ignore: Optional[str] = typer.Option(None, "--ignore", help="Skip these codes or prefixes, comma-separated."),
     jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Parallel compile workers."),
@@ -330,7 +331,10 @@ def lint_command(
         compile_timeout=timeout, cache_dir=str(cache_dir) if cache_dir else None)
     if not settings.arch:
         raise KernelrulesError("no target architecture", hint="pass --arch ada,hopper or set arch in [tool.kernelrules]")
+    if trace is not None and not trace.is_file():
+        raise KernelrulesError("no such trace file", path=str(trace))
     options = LintOptions(archs=settings.arch, stage=settings.stage, spec_file=str(spec) if spec else None,
+                          trace_file=str(trace) if trace else None,
                           jobs=settings.jobs, timeout=settings.compile_timeout, cache_dir=settings.cache_dir)
     with _progress(output is LintFormat.text and not quiet) as progress:
         report = Linter(options, progress=progress).run(paths)
@@ -363,6 +367,22 @@ def _filter_and_suppress(report, settings) -> None:
         for config, line in kernel.config_lines:
             anchor.add_config(config, line)
     report.findings, report.unused_suppressions = apply_suppressions(report.findings, sources, anchors)
+
+
+@app.command("trace", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def trace_command(
+    ctx: typer.Context,
+    output: Path = typer.Option(Path("kernelrules-trace.jsonl"), "-o", "--output", help="Trace file to write."),
+) -> None:
+    """Run a command (after --) and record every Triton launch it makes; works under TRITON_INTERPRET=1."""
+    from .trace import run_trace
+
+    command = list(ctx.args)
+    if not command:
+        raise KernelrulesError("no command to trace", hint="kernelrules trace -o trace.jsonl -- pytest tests/")
+    code = run_trace(command, output)
+    typer.echo(f"kernelrules: trace written to {output}", err=True)
+    raise typer.Exit(code)
 
 
 @app.command("spec")

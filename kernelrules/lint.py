@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .arch import load_arch
 from .cache import ResultCache
-from .config import KernelConfig
+from .config import KernelConfig, is_block_size_name
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
 from .findings import Finding, KernelReport, LintReport
@@ -42,6 +42,7 @@ class LintOptions:
     jobs: int | None = None
     timeout: float = 30.0
     cache_dir: str | None = None
+    trace_file: str | None = None
     select: Sequence[str] = ()
     ignore: Sequence[str] = ()
     per_file_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -73,29 +74,92 @@ def _configs_of(kernel: Any) -> list[tuple[KernelConfig, int | None, int | None]
     return [(site.config, site.line, site.column + 1) for site in autotune.configs]  # ast columns are 0-based
 
 
-def _explicit_spec(kernel: Any, options: LintOptions) -> Mapping[str, Any] | None:
-    """The kernel's entry in ``--spec``, else in its module's sidecar ``<module>.kernelrules.yaml``."""
+def _explicit_spec(kernel: Any, options: LintOptions) -> tuple[Mapping[str, Any] | None, str]:
+    """The kernel's signature from the strongest explicit source, and that source's name.
+
+    ``--spec`` first, then the module's sidecar ``<module>.kernelrules.yaml``, then a
+    launch trace (``--trace``), then Inductor's ``triton_meta`` in the file itself.
+    """
     from .signatures import spec_for
 
     if options.spec_file:
         found = spec_for(kernel, options.spec_file)
         if found is not None:
-            return found
-    return spec_for(kernel)
+            return found, "spec"
+    found = spec_for(kernel)
+    if found is not None:
+        return found, "spec"
+    if options.trace_file:
+        from .trace import launches_for, load_trace, trace_signature
+
+        launches = launches_for(load_trace(options.trace_file), kernel.path, kernel.name)
+        if launches:
+            return trace_signature(launches[0]), "trace"
+    from .inductor import inductor_signature
+
+    found = inductor_signature(kernel.path, kernel.name)
+    if found:
+        return found, "inductor"
+    return None, "spec"
 
 
-def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None,
-                      config: KernelConfig) -> tuple[dict[str, Any], list[str]]:
-    """Constexpr values a config lacks, from the spec; and the names still without a value."""
-    values, missing = {}, []
+#: Guessed constexpr values, by name, when no spec, config, default or launch literal gives one.
+_FLAG_PREFIXES = ("IS_", "HAS_", "USE_", "ENABLE_", "EVEN_", "DO_", "APPLY_", "RETURN_", "SAVE_", "WITH_")
+
+
+def guess_constexpr(name: str) -> Any:
+    """A labelled guess for a constexpr nobody gave: flags False, block sizes 128, other ints 16.
+
+    The guesses only let the kernel be judged; findings on a guessed kernel carry the
+    signature provenance ``default`` in the JSON report, and a spec replaces them.
+    """
+    upper = name.upper()
+    if upper.startswith(_FLAG_PREFIXES):
+        return False
+    if is_block_size_name(name):
+        return 128
+    return 16
+
+
+def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: KernelConfig,
+                      call_literals: Mapping[str, Any], source: str = "spec") -> tuple[dict[str, Any], dict[str, str]]:
+    """Constexpr values a config lacks: from the spec, then a launch literal, then a guess.
+
+    Returns the values and each one's provenance (``spec``, ``call-site`` or ``default``).
+    """
+    values: dict[str, Any] = {}
+    provenance: dict[str, str] = {}
     for param in kernel.params:
         if not param.constexpr or param.name in config.constexprs or param.has_default:
             continue
         if spec and param.name in spec:
-            values[param.name] = spec[param.name]
+            values[param.name], provenance[param.name] = spec[param.name], source
+        elif param.name in call_literals:
+            values[param.name], provenance[param.name] = call_literals[param.name], "call-site"
         else:
-            missing.append(param.name)
-    return values, missing
+            values[param.name], provenance[param.name] = guess_constexpr(param.name), "default"
+    return values, provenance
+
+
+def _call_literals(kernel: Any) -> dict[str, Any]:
+    """Literal arguments of the kernel's launches in its own file (the first launch that gives one wins)."""
+    from .signatures import find_call_sites
+
+    literals: dict[str, Any] = {}
+    for site in find_call_sites(kernel):
+        for name, value in site.literals.items():
+            literals.setdefault(name, value)
+    return literals
+
+
+def _uses_dot(kernel: Any) -> bool:
+    """Whether the kernel (or a jit helper of its file) calls ``tl.dot``: only then is a
+    resource model worth its probe compiles."""
+    try:
+        source = Path(kernel.path).read_text(encoding="utf-8")
+    except OSError:
+        return True
+    return ".dot(" in source or ".dot_scaled(" in source
 
 
 class Linter:
@@ -116,21 +180,30 @@ class Linter:
     def run(self, paths: Sequence[str | Path]) -> LintReport:
         """Lint files and directories; never raises for a problem in one kernel or file."""
         from .discover import discover
+        from .pool import CompilePool
 
         found = discover(paths)
         report = LintReport(kernels=[], findings=[], unused_suppressions=[], problems=[])
+        self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache)
+        try:
+            self._run_kernels(found, report)
+        finally:
+            self.pool.close()
+        return report
+
+    def _run_kernels(self, found: Any, report: LintReport) -> None:
         for problem in found.problems:
+            if problem.kind not in ("syntax-error", "unreadable-file"):
+                continue  # unparseable autotune and friends are reported per kernel (LNT002)
             report.findings.append(Finding(
                 path=_relative(Path(problem.path)), line=problem.line or 1, column=problem.column or 1,
                 code="LNT004", name="file-error", severity="error", message=problem.message, kernel=None,
                 arch=None, config=None, fix=None, repair=None, suppressed=False,
                 source_line=_source_line(self.sources, Path(problem.path), problem.line)))
-        helpers = {name for kernel in found.kernels for name in kernel.helpers}
         for kernel in found.kernels:
-            if kernel.name in helpers and kernel.autotune is None:
+            if kernel.is_helper:
                 continue  # a jit helper called by another kernel is judged through its caller
             self._lint_kernel(kernel, report)
-        return report
 
     def _lint_kernel(self, kernel: Any, report: LintReport) -> None:
         from .signatures import infer_signature
@@ -149,18 +222,22 @@ class Linter:
             report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT002", "unparseable-autotune",
                                                  "warning", f"autotune configs not judged: {autotune.configs_error}"))
         try:
-            spec = _explicit_spec(kernel, self.options)
-            signature = infer_signature(kernel, spec={k: v for k, v in (spec or {}).items()
-                                                       if k not in {p.name for p in kernel.params if p.constexpr}} or None)
+            spec, source = _explicit_spec(kernel, self.options)
+            constexpr_names = {p.name for p in kernel.params if p.constexpr}
+            runtime_spec = {k: v for k, v in (spec or {}).items() if k not in constexpr_names}
+            signature = infer_signature(kernel, spec=runtime_spec or None, use_sidecar=False)
+            if source != "spec":
+                signature.provenance = {k: source if v == "spec" else v for k, v in signature.provenance.items()}
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
             report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT004", "file-error", "error", str(exc)))
             return
         kernel_report.signature_provenance = dict(signature.provenance)
         sites = _configs_of(kernel)
-        fixed, missing_constexprs = _constexpr_values(kernel, spec, sites[0][0])
-        if not signature.complete or missing_constexprs:
-            missing = ", ".join([*signature.missing, *(f"{n} (constexpr)" for n in missing_constexprs)])
+        fixed, constexpr_provenance = _constexpr_values(kernel, spec, sites[0][0], _call_literals(kernel), source)
+        kernel_report.signature_provenance.update(constexpr_provenance)
+        if not signature.complete:
+            missing = ", ".join(signature.missing)
             message = (f"cannot judge {kernel.name}: no launch signature for {missing}; write a spec with "
                        f"'kernelrules spec {shown}' or record one with 'kernelrules trace'")
             kernel_report.status, kernel_report.message = "needs-spec", message
@@ -176,11 +253,12 @@ class Linter:
         dtypes = sorted({v[1:] for v in signature.spec.values() if isinstance(v, str) and v.startswith("*")})
         target = KernelTarget(Path(kernel.path), kernel.name, signature.spec, {"name": kernel.name, "dtypes": dtypes},
                               fixed)
-        pruner = Pruner(target, engine=self.engine, jobs=self.options.jobs, timeout=self.options.timeout,
-                        cache=self.cache, progress=self.progress)
+        pruner = Pruner(target, engine=self.engine, timeout=self.options.timeout, progress=self.progress,
+                        pool=self.pool)
         try:
+            probe = _uses_dot(kernel)
             for arch in self.archs:
-                records, _model = pruner.judge_arch(configs, arch, self.options.stage == "compiled", {})
+                records, _model = pruner.judge_arch(configs, arch, self.options.stage == "compiled", {}, probe=probe)
                 for record in records:
                     kernel_report.records.append(record.to_json())
                     line, col = where.get(record.verdict.config.key(), (None, None))

@@ -104,16 +104,19 @@ class Pruner:
     """Holds the engine, the compile pool and the learned models for one prune run."""
 
     def __init__(self, target: KernelTarget, *, engine: Engine | None = None, jobs: int | None = None,
-                 timeout: float = 30.0, cache: ResultCache | None = None, progress: Progress | None = None):
+                 timeout: float = 30.0, cache: ResultCache | None = None, progress: Progress | None = None,
+                 pool: CompilePool | None = None):
         self.target = target
         self.engine = engine or default_engine()
         self.timeout = timeout
         self.progress = progress
-        self.pool = CompilePool(max_workers=jobs, timeout=timeout, cache=cache)
+        self._own_pool = pool is None  # a pool shared across kernels (lint) is closed by its owner
+        self.pool = pool if pool is not None else CompilePool(max_workers=jobs, timeout=timeout, cache=cache)
         self.notes: list[str] = []
 
     def close(self) -> None:
-        self.pool.close()
+        if self._own_pool:
+            self.pool.close()
 
     # -- compiling ----------------------------------------------------------------
 
@@ -175,12 +178,12 @@ class Pruner:
     # -- judging ------------------------------------------------------------------
 
     def judge_arch(self, configs: Sequence[KernelConfig], arch: Any, compile: bool,
-                   problem: Mapping[str, Any]) -> tuple[list[PruneRecord], ResourceModel | None]:
-        """All records of one architecture."""
+                   problem: Mapping[str, Any], probe: bool = True) -> tuple[list[PruneRecord], ResourceModel | None]:
+        """All records of one architecture; ``probe=False`` skips the resource model (no dot to model)."""
         kernel = dict(self.target.kernel_info)
         plain = self.engine.judge_many(configs, arch, kernel=kernel)
         candidates = [v.config for v in plain if not v.rejected]
-        model = self.learn_model(candidates, arch) if candidates else None
+        model = self.learn_model(candidates, arch) if candidates and probe else None
 
         def predict(config: KernelConfig) -> dict[str, Any]:
             return model.predict(config) if model is not None else {}

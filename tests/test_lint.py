@@ -69,7 +69,7 @@ def test_needs_spec_and_bad_files_never_crash(run_cli, tmp_path):
     codes = {f["code"] for f in data["findings"]}
     assert "LNT004" in codes  # the syntax error
     (kernel,) = data["kernels"]
-    assert kernel["status"] == "needs-spec" and "BLOCK (constexpr)" in kernel["message"]
+    assert kernel["status"] == "needs-spec" and "mystery" in kernel["message"]
 
 
 def test_spec_command_and_sidecar(run_cli, tmp_path):
@@ -118,3 +118,22 @@ def test_fused_pointwise_block_size(run_cli, tmp_path):
     assert result.returncode == 1
     assert "CFG001 block size XBLOCK is not a power of two" in result.stdout
     assert "nearest passing config: XBLOCK=512, num_warps=4" in result.stdout
+
+
+def test_lint_reads_a_launch_trace(run_cli, tmp_path):
+    from kernelrules.trace import TracedLaunch, write_trace
+
+    path = copy_example(tmp_path, "attention_fwd.py")  # no sidecar: HEAD_DIM comes from the trace
+    args = {name: "*fp16" for name in ("q_ptr", "k_ptr", "v_ptr", "o_ptr")}
+    for t in "qkvo":
+        args.update({f"stride_{t}h": 262144, f"stride_{t}{'m' if t in 'qo' else 'n'}": 64, f"stride_{t}d": 1})
+    args.update(seq_len=4096, scale="fp32")
+    write_trace(tmp_path / "trace.jsonl", [TracedLaunch(kernel="attention_fwd_kernel", path=str(path), line=24,
+                                                        args=args, constexprs={"HEAD_DIM": 64})])
+    result = run_cli("lint", "attention_fwd.py", "--arch", "ada", "--stage", "config", "--trace", "trace.jsonl",
+                     "--format", "json", "--cache-dir", "cache")
+    (kernel,) = json.loads(result.stdout)["kernels"]
+    assert kernel["status"] == "analyzed"
+    assert kernel["signature_provenance"]["q_ptr"] == "trace" and kernel["signature_provenance"]["HEAD_DIM"] == "trace"
+    assert any(d["code"] == "MEM001" for r in kernel["results"] for d in r["diagnostics"])
+    assert run_cli("lint", "attention_fwd.py", "--arch", "ada", "--trace", "missing.jsonl").returncode == 2
