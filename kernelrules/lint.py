@@ -153,13 +153,20 @@ def _call_literals(kernel: Any) -> dict[str, Any]:
 
 
 def _uses_dot(kernel: Any) -> bool:
-    """Whether the kernel (or a jit helper of its file) calls ``tl.dot``: only then is a
-    resource model worth its probe compiles."""
+    """Whether the kernel or one of its jit helpers calls ``tl.dot``: only then is a resource
+    model worth its probe compiles. Unknown (unreadable source) counts as yes."""
+    import ast
+
     try:
-        source = Path(kernel.path).read_text(encoding="utf-8")
-    except OSError:
+        tree = ast.parse(Path(kernel.path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
         return True
-    return ".dot(" in source or ".dot_scaled(" in source
+    names = {kernel.name, *getattr(kernel, "helpers", ())}
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in names]
+    if len(functions) < len(names):
+        return True  # a helper from another module: assume it may hold the dot
+    return any(isinstance(node, ast.Attribute) and node.attr in ("dot", "dot_scaled")
+               for function in functions for node in ast.walk(function))
 
 
 class Linter:
@@ -244,10 +251,15 @@ class Linter:
             report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT001", "needs-spec", "warning", message))
             return
         sites = [(c.replace(fixed), line, col) for c, line, col in sites]
-        self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed))
+        guessed = {k: fixed[k] for k, source in constexpr_provenance.items() if source == "default"}
+        if guessed:
+            kernel_report.message = ("judged with guessed constexpr values "
+                                     + ", ".join(f"{k}={v}" for k, v in guessed.items())
+                                     + f"; give the real ones in a spec ('kernelrules spec {shown}') or a trace")
+        self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed)
 
     def _judge(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport, report: LintReport,
-               fixed: frozenset[str] = frozenset()) -> None:
+               fixed: frozenset[str] = frozenset(), guessed: Mapping[str, Any] | None = None) -> None:
         configs = [c for c, _, _ in sites]
         where = {c.key(): (line, col) for c, line, col in sites}
         dtypes = sorted({v[1:] for v in signature.spec.values() if isinstance(v, str) and v.startswith("*")})
@@ -262,10 +274,12 @@ class Linter:
                 for record in records:
                     kernel_report.records.append(record.to_json())
                     line, col = where.get(record.verdict.config.key(), (None, None))
+                    note = (" (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items()) + ")"
+                            if guessed else "")
                     for d in record.verdict.diagnostics:
                         report.findings.append(self._finding(
                             kernel, line or kernel.line, col or kernel.column + 1, d.code, d.name, d.severity,
-                            d.message, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
+                            d.message + note, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
                             repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)

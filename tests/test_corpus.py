@@ -23,7 +23,7 @@ import pytest
 PACKAGES = {"liger": "liger-kernel==0.8.5", "torchao": "torchao==0.18.0"}
 
 #: Analyzed share of linted kernels measured on 2026-11-29 (docs/corpus-results.md), minus a margin.
-MIN_ANALYZED_SHARE = {"torchao": 0.30, "liger": 0.0}
+MIN_ANALYZED_SHARE = {"torchao": 0.90, "liger": 0.80}  # measured 2026-11-29: 1.00 and 0.96 (docs/corpus-results.md)
 MARGIN = 0.03
 
 
