@@ -25,7 +25,8 @@ from .config import KernelConfig
 from .engine import Engine, Verdict, default_engine
 from .facts import compiled_facts
 from .pool import CompilePool
-from .resource_model import ModelError, ResourceModel, choose_probes, learn, read_probe, synthetic_probes
+from .resource_model import (ModelError, ResourceModel, choose_probes, learn, probe_from_facts, read_probe,
+                             synthetic_probes)
 from .space import Space, load_space
 
 #: Facts copied into the JSON record (the rest stays available in Python).
@@ -144,8 +145,12 @@ class Pruner:
                 continue
             read = []
             for config, result in zip(probes, self.compile_many(probes, arch, f"probing {arch.name}")):
-                if result.ok and result.asm.get("ttgir"):
-                    read.append(read_probe(config, result.asm["ttgir"]))
+                if result.ok:
+                    probe = probe_from_facts(config, result.facts or {})
+                    if probe is None and result.asm.get("ttgir"):
+                        probe = read_probe(config, result.asm["ttgir"])
+                    if probe is not None:
+                        read.append(probe)
             try:
                 model = learn(read, arch)
             except ModelError as exc:
@@ -168,8 +173,11 @@ class Pruner:
             return model
         extra = [probe for configs in missing.values() for probe in choose_probes(configs, count=1)]
         for config, result in zip(extra, self.compile_many(extra, arch, f"probing {arch.name}")):
-            if result.ok and result.asm.get("ttgir"):
-                read.append(read_probe(config, result.asm["ttgir"]))
+            probe = probe_from_facts(config, result.facts or {}) if result.ok else None
+            if probe is None and result.ok and result.asm.get("ttgir"):
+                probe = read_probe(config, result.asm["ttgir"])
+            if probe is not None:
+                read.append(probe)
         try:
             return learn(read, arch)
         except ModelError:

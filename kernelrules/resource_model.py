@@ -226,6 +226,34 @@ def read_probe(config: KernelConfig, ttgir: str) -> Probe:
     return Probe(config, path, dots, allocs)
 
 
+_BITS = {"f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "f64": 64, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+
+def probe_from_facts(config: KernelConfig, facts: Mapping[str, Any]) -> Probe | None:
+    """The same as :func:`read_probe`, from the facts the compile worker already extracted
+    (its ``dots`` and ``shared_layouts``), without parsing the TTGIR again; None if absent."""
+    if "dots" not in facts or "shared_layouts" not in facts:
+        return None
+    dots, wgmma = [], False
+    for dot in facts["dots"]:
+        m, n, k = dot.get("m"), dot.get("n"), dot.get("k")
+        if None in (m, n, k):
+            continue
+        wgmma = wgmma or dot.get("op") == "ttng.warp_group_dot"
+        acc_bits = 16 if (dot.get("c") or {}).get("dtype") in ("f16", "bf16") else 32
+        lowering = "fma" if dot.get("lowering") == "fma" else "mma"
+        dots.append(((m, n, k), (dot.get("a") or {}).get("dtype"), acc_bits, lowering))
+    allocs = []
+    for buffer in facts["shared_layouts"]:
+        dtype = buffer.get("dtype") or ""
+        bits = _BITS.get(dtype) or (8 if dtype.startswith("f8") else 0)
+        if buffer.get("barrier") or not bits:
+            continue
+        allocs.append((tuple(buffer["buffer_shape"]), bits, int(buffer.get("num_buffers", 1))))
+    path = "none" if not dots or all(d[3] == "fma" for d in dots) else ("wgmma" if wgmma else "mma_sync")
+    return Probe(config, path, dots, allocs)
+
+
 def _attribute(values_per_probe: Sequence[int], probes: Sequence[Probe], names: Sequence[str]) -> Dim:
     """The constexpr whose value equals this dimension in every probe, else a constant."""
     candidates = [n for n in names if all(int(p.config.constexprs.get(n, -1)) == v for p, v in zip(probes, values_per_probe))]

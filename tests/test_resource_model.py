@@ -100,3 +100,15 @@ def test_prediction_matches_compile(models, arch_name, config):
 @given(config=st.sampled_from(SPACE))
 def test_prediction_matches_compile_many(models, arch_name, config):
     check_prediction(models, arch_name, config)
+
+
+@pytest.mark.parametrize("arch_name", ["sm_89", "sm_90"])
+def test_probe_from_worker_facts_equals_probe_from_ttgir(arch_name):
+    from kernelrules.resource_model import probe_from_facts
+
+    arch = load_arch(arch_name)
+    config = matmul_config(128, 64, 32, 3, 4)
+    compiled = compile_config(config, arch)
+    from_ir = read_probe(config, compiled["ttgir"])
+    from_facts = probe_from_facts(config, compiled)
+    assert (from_facts.path, from_facts.dots, from_facts.allocs) == (from_ir.path, from_ir.dots, from_ir.allocs)
