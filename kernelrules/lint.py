@@ -260,6 +260,25 @@ class Linter:
 
     def _judge(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport, report: LintReport,
                fixed: frozenset[str] = frozenset(), guessed: Mapping[str, Any] | None = None) -> None:
+        from .judgement_cache import JudgementCache, judgement_key
+
+        key = judgement_key(kernel, signature.spec, sites, fixed, self.archs, self.options.stage, self.engine)
+        cache = JudgementCache(self.cache.directory)
+        cached = cache.get(key) if key else None
+        if cached is not None:
+            kernel_report.records, findings = cached
+            for finding in findings:  # paths and source lines as seen from this run
+                finding.path = _relative(Path(kernel.path))
+                finding.source_line = _source_line(self.sources, Path(kernel.path), finding.line)
+            report.findings.extend(findings)
+            return
+        start = len(report.findings)
+        self._judge_fresh(kernel, signature, sites, kernel_report, report, fixed, guessed)
+        if key and kernel_report.status == "analyzed":
+            cache.put(key, kernel_report.records, report.findings[start:])
+
+    def _judge_fresh(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport,
+                     report: LintReport, fixed: frozenset[str], guessed: Mapping[str, Any] | None) -> None:
         configs = [c for c, _, _ in sites]
         where = {c.key(): (line, col) for c, line, col in sites}
         dtypes = sorted({v[1:] for v in signature.spec.values() if isinstance(v, str) and v.startswith("*")})

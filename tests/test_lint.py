@@ -137,3 +137,17 @@ def test_lint_reads_a_launch_trace(run_cli, tmp_path):
     assert kernel["signature_provenance"]["q_ptr"] == "trace" and kernel["signature_provenance"]["HEAD_DIM"] == "trace"
     assert any(d["code"] == "MEM001" for r in kernel["results"] for d in r["diagnostics"])
     assert run_cli("lint", "attention_fwd.py", "--arch", "ada", "--trace", "missing.jsonl").returncode == 2
+
+
+def test_warm_lint_reuses_judgements_and_ignores_corrupt_entries(run_cli, tmp_path):
+    copy_example(tmp_path, "softmax.py")
+    args = ("lint", "softmax.py", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "cache")
+    cold = run_cli(*args)
+    entries = list((tmp_path / "cache" / "lint").rglob("*.json"))
+    assert len(entries) == 1
+    warm = run_cli(*args)
+    assert warm.stdout == cold.stdout and warm.returncode == cold.returncode == 1
+    entries[0].write_text("{not json")
+    again = run_cli(*args)
+    assert again.stdout == cold.stdout  # recomputed, and rewritten
+    assert json.loads(entries[0].read_text())["findings"]

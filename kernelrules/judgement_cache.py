@@ -1,0 +1,88 @@
+"""A cache of whole lint judgements, so that a warm ``kernelrules lint`` needs no compiler.
+
+The compile cache answers a config's compile without compiling, but computing its key
+needs Triton's own specialisation (and importing Triton takes about a second). A lint
+judgement of one kernel, though, is a pure function of the kernel's source (with its jit
+helpers and constants, hashed from the AST without importing Triton), its signature, its
+configs, the architectures, the stage, the rules, and the kernelrules and Triton
+versions (read from package metadata, not by importing). This cache keys the per-kernel
+records and findings on exactly that, with atomic writes; a corrupt entry is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, fields
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import __version__
+from .findings import Finding
+
+FORMAT = 1
+
+
+def _triton_version() -> str:
+    try:
+        return metadata.version("triton")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _rules_fingerprint(engine: Any) -> str:
+    """A hash of every rule's behaviour: code, severity, stage, condition, message, repairs."""
+    parts = [(r.code, r.severity, r.stage, r.applies_to, r.condition.source, r.message.text,
+              [(p.description, p.when.source if p.when else None, [(k, c.source) for k, c in p.set], p.remove)
+               for p in r.repairs]) for r in engine.rules]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple], fixed: Sequence[str],
+                  archs: Sequence[Any], stage: str, engine: Any) -> str | None:
+    """The cache key of one kernel's lint judgement; None when the source cannot be hashed."""
+    from .kernelsource import kernel_source_hash
+
+    try:
+        source = kernel_source_hash(kernel.path, kernel.name)
+    except Exception:  # noqa: BLE001 - then simply do not cache
+        return None
+    payload = {
+        "format": FORMAT, "kernelrules": __version__, "triton": _triton_version(), "source": source,
+        "path": str(Path(kernel.path).resolve()), "kernel": kernel.name, "signature": signature,
+        "configs": [[config.to_dict(), line, col] for config, line, col in sites], "fixed": sorted(fixed),
+        "archs": [(a.name, a.sku) for a in archs], "stage": stage, "rules": _rules_fingerprint(engine),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+class JudgementCache:
+    """Per-kernel lint judgements under ``<cache dir>/lint/``."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.root = Path(directory) / "lint"
+
+    def get(self, key: str) -> tuple[list[dict], list[Finding]] | None:
+        path = self.root / key[:2] / f"{key}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            names = {f.name for f in fields(Finding)}
+            findings = [Finding(**{k: v for k, v in item.items() if k in names}) for item in data["findings"]]
+            return list(data["records"]), findings
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, records: list[dict], findings: list[Finding]) -> None:
+        path = self.root / key[:2] / f"{key}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps({"records": records, "findings": [asdict(f) for f in findings]})
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
