@@ -311,6 +311,7 @@ def lint_command(
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with findings."),
     spec: Optional[Path] = typer.Option(None, "--spec", help="Launch-signature spec file (kernels: {name: {signature: ...}})."),
     trace: Optional[Path] = typer.Option(None, "--trace", help="Launch trace recorded by 'kernelrules trace'."),
+    import_modules: bool = typer.Option(False, "--import", help="Import modules whose autotune configs exist only at run time (runs their code)."),
     select: Optional[str] = typer.Option(None, "--select", help="Only these codes or prefixes, comma-separated."),
     ignore: Optional[str] = typer.Option(None, "--ignore", help="Skip these codes or prefixes, comma-separated."),
     jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Parallel compile workers."),
@@ -334,7 +335,7 @@ def lint_command(
     if trace is not None and not trace.is_file():
         raise KernelrulesError("no such trace file", path=str(trace))
     options = LintOptions(archs=settings.arch, stage=settings.stage, spec_file=str(spec) if spec else None,
-                          trace_file=str(trace) if trace else None,
+                          trace_file=str(trace) if trace else None, import_modules=import_modules,
                           jobs=settings.jobs, timeout=settings.compile_timeout, cache_dir=settings.cache_dir)
     with _progress(output is LintFormat.text and not quiet) as progress:
         report = Linter(options, progress=progress).run(paths)

@@ -43,6 +43,7 @@ class LintOptions:
     timeout: float = 30.0
     cache_dir: str | None = None
     trace_file: str | None = None
+    import_modules: bool = False
     select: Sequence[str] = ()
     ignore: Sequence[str] = ()
     per_file_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -225,7 +226,15 @@ class Linter:
                                       for site in (kernel.autotune.configs if kernel.autotune else [])]
         report.kernels.append(kernel_report)
         autotune = getattr(kernel, "autotune", None)
-        if autotune is not None and autotune.configs_error:
+        imported_sites = None
+        if autotune is not None and autotune.configs_error and self.options.import_modules:
+            from .import_mode import imported_configs
+
+            try:
+                imported_sites, kernel_report.message = imported_configs(kernel, self.archs[0])
+            except KernelrulesError as exc:
+                kernel_report.message = str(exc)
+        if autotune is not None and autotune.configs_error and imported_sites is None:
             report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT002", "unparseable-autotune",
                                                  "warning", f"autotune configs not judged: {autotune.configs_error}"))
         try:
@@ -240,7 +249,7 @@ class Linter:
             report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT004", "file-error", "error", str(exc)))
             return
         kernel_report.signature_provenance = dict(signature.provenance)
-        sites = _configs_of(kernel)
+        sites = _configs_of(kernel) if imported_sites is None else [(c.config, c.line, c.column + 1) for c in imported_sites]
         fixed, constexpr_provenance = _constexpr_values(kernel, spec, sites[0][0], _call_literals(kernel), source)
         kernel_report.signature_provenance.update(constexpr_provenance)
         if not signature.complete:
@@ -253,7 +262,7 @@ class Linter:
         sites = [(c.replace(fixed), line, col) for c, line, col in sites]
         guessed = {k: fixed[k] for k, source in constexpr_provenance.items() if source == "default"}
         if guessed:
-            kernel_report.message = ("judged with guessed constexpr values "
+            kernel_report.message = ((kernel_report.message + "; ") if kernel_report.message else "") + ("judged with guessed constexpr values "
                                      + ", ".join(f"{k}={v}" for k, v in guessed.items())
                                      + f"; give the real ones in a spec ('kernelrules spec {shown}') or a trace")
         self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed)

@@ -151,3 +151,34 @@ def test_warm_lint_reuses_judgements_and_ignores_corrupt_entries(run_cli, tmp_pa
     again = run_cli(*args)
     assert again.stdout == cold.stdout  # recomputed, and rewritten
     assert json.loads(entries[0].read_text())["findings"]
+
+
+RUNTIME_CONFIGS = '''\
+import os
+import triton
+import triton.language as tl
+
+
+def _configs():
+    warps = [4, 8] if os.cpu_count() else [2]
+    return [triton.Config({"BLOCK": 512}, num_warps=w) for w in warps] + [triton.Config({"BLOCK": 1000}, num_warps=4)]
+
+
+@triton.autotune(configs=_configs(), key=["n"])
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+'''
+
+
+def test_import_mode_reads_runtime_configs(run_cli, tmp_path):
+    (tmp_path / "dyn.py").write_text(RUNTIME_CONFIGS)
+    args = ("lint", "dyn.py", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "cache")
+    static = json.loads(run_cli(*args).stdout)
+    assert "LNT002" in {f["code"] for f in static["findings"]}  # without --import the module is not run
+    imported = json.loads(run_cli(*args, "--import").stdout)
+    (kernel,) = imported["kernels"]
+    assert "--import" in kernel["message"]
+    assert len(kernel["results"]) == 3
+    assert {f["code"] for f in imported["findings"]} == {"CFG001"}  # BLOCK=1000 is not a power of two
