@@ -56,6 +56,19 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "sorted": sorted, "reversed": lambda a: list(reversed(a)), "int": int, "bool": bool, "str": str,
     "set": set, "sum": sum, "any": any, "all": all,
 }
+def _next_power_of_2(n: int) -> int:
+    """``triton.next_power_of_2``: the smallest power of two >= n (1 for n <= 1)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+#: Pure integer helpers of Triton that heuristics and config lists use.
+_TRITON_HELPERS: dict[str, Callable[..., Any]] = {
+    "triton.cdiv": lambda a, b: -(-int(a) // int(b)),
+    "triton.next_power_of_2": _next_power_of_2,
+    "math.ceil": lambda x: -(-x // 1) if isinstance(x, int) else int(-(-x // 1)),
+    "math.log2": lambda x: __import__("math").log2(x),
+}
 #: ``triton.Config`` keyword arguments that are launch options, not constexprs.
 _CONFIG_OPTION_KWARGS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 #: ``triton.Config`` keyword arguments that do not change the compiled kernel.
@@ -450,6 +463,11 @@ class ConfigEvaluator:
             return self._check_size(range(*args), node)
         if canonical == "itertools.product":
             return self._check_size(list(itertools.product(*args, **kwargs)), node)
+        if canonical in _TRITON_HELPERS:
+            try:
+                return _TRITON_HELPERS[canonical](*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001
+                raise Unsupported(f"{ast.unparse(node)[:60]} fails: {exc!r}", node) from None
         if dotted in _BUILTINS and dotted == canonical:
             try:
                 return _BUILTINS[dotted](*args, **kwargs)
@@ -544,15 +562,22 @@ class ConfigEvaluator:
 
     def _bind_parameters(self, func: ast.FunctionDef, args: list, kwargs: dict, node: ast.AST) -> dict:
         spec = func.args
-        if spec.vararg or spec.kwarg or spec.posonlyargs:
-            raise Unsupported(f"{func.name}() takes *args/**kwargs or positional-only parameters", node)
+        if spec.posonlyargs or (spec.vararg and len(args) > len(spec.args)):
+            raise Unsupported(f"{func.name}() takes positional-only parameters or extra *args", node)
         params = [*spec.args, *spec.kwonlyargs]
         defaults: dict[str, ast.expr] = dict(zip([a.arg for a in spec.args[len(spec.args) - len(spec.defaults):]], spec.defaults))
         defaults.update({a.arg: d for a, d in zip(spec.kwonlyargs, spec.kw_defaults) if d is not None})
         if len(args) > len(spec.args):
             raise Unsupported(f"too many arguments for {func.name}()", node)
         local = {a.arg: v for a, v in zip(spec.args, args)}
-        local.update(kwargs)
+        extra = {k: v for k, v in kwargs.items() if k not in {p.arg for p in params}}
+        if extra and not spec.kwarg:
+            raise Unsupported(f"{func.name}() got unexpected keyword arguments {sorted(extra)}", node)
+        local.update({k: v for k, v in kwargs.items() if k not in extra})
+        if spec.vararg:  # an unused *args binds to ()
+            local[spec.vararg.arg] = ()
+        if spec.kwarg:  # and **kwargs to the extra keywords (none, for early_config_prune)
+            local[spec.kwarg.arg] = extra
         for param in params:
             if param.arg not in local:
                 if param.arg not in defaults:

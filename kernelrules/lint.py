@@ -142,6 +142,76 @@ def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: Kerne
     return values, provenance
 
 
+def apply_heuristics(kernel: Any, config: KernelConfig, signature: Mapping[str, Any]) -> tuple[KernelConfig, list[str]]:
+    """Set the constexprs ``@triton.heuristics`` computes, where its lambda evaluates statically.
+
+    Each lambda gets ``args`` holding the signature's integer values and the config's
+    constexprs, as at launch, and runs in the same safe interpreter as autotune lists.
+    Returns the config with the values set and the names that could not be evaluated.
+    """
+    import ast
+
+    from .autotune_eval import ConfigEvaluator, Unsupported
+    from .discover import ParsedModule, read_module
+
+    heuristics = getattr(kernel, "heuristics", None) or {}
+    if not heuristics:
+        return config, []
+    module = read_module(Path(kernel.path))
+    if not isinstance(module, ParsedModule):
+        return config, list(heuristics)
+    evaluator = ConfigEvaluator(module.scope())
+    args = {k: v for k, v in signature.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    args.update(config.constexprs)
+    values, failed = {}, []
+    for name, source in heuristics.items():
+        try:
+            node = ast.parse(source.strip(), mode="eval").body
+            if not isinstance(node, ast.Lambda) or len(node.args.args) != 1:
+                raise Unsupported("not a one-argument lambda")
+            values[name] = evaluator.eval(node.body, {node.args.args[0].arg: dict(args)})
+        except (Unsupported, SyntaxError, KeyError, TypeError, ValueError, ZeroDivisionError, RecursionError):
+            failed.append(name)
+    return config.replace(values), failed
+
+
+def apply_early_prune(kernel: Any, sites: list, signature: Mapping[str, Any]) -> tuple[list, str | None]:
+    """Keep only the configs the kernel's own ``early_config_prune`` keeps, when it is pure.
+
+    ``prune_configs_by={"early_config_prune": fn, ...}`` names a module-level function
+    ``fn(configs, named_args, **kwargs)``; it runs in the safe interpreter with the
+    configs and the signature's values. Returns the kept sites and a note for the report
+    (None when there is no pruner, the reason when it could not be applied).
+    """
+    import ast
+
+    from .autotune_eval import ConfigEvaluator, ConfigSite, Unsupported
+    from .discover import ParsedModule, read_module
+
+    text = getattr(getattr(kernel, "autotune", None), "prune_configs_by", None)
+    if not text:
+        return sites, None
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+        prune = next(v for k, v in zip(node.keys, node.values)
+                     if isinstance(k, ast.Constant) and k.value == "early_config_prune")
+    except (SyntaxError, AttributeError, StopIteration):
+        return sites, f"prune_configs_by is reported, not applied: {text.strip()[:80]}"
+    module = read_module(Path(kernel.path))
+    if not isinstance(module, ParsedModule) or not isinstance(prune, ast.Name) \
+            or prune.id not in module.plain_functions:
+        return sites, "early_config_prune is not a module-level function of this file; not applied"
+    evaluator = ConfigEvaluator(module.scope())
+    named_args = {k: v for k, v in signature.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    configs = [ConfigSite(config, line, col) for config, line, col in sites]
+    try:
+        kept = evaluator._call_values(module.plain_functions[prune.id], [configs, named_args], {}, prune)
+        keys = {site.config.key() for site in kept}
+    except (Unsupported, AttributeError, TypeError, KeyError, ValueError):
+        return sites, f"{prune.id} is not pure enough to evaluate statically; all configs judged"
+    return [s for s in sites if s[0].key() in keys], f"{prune.id} kept {len(keys)} of {len(sites)} configs"
+
+
 def _call_literals(kernel: Any) -> dict[str, Any]:
     """Literal arguments of the kernel's launches in its own file (the first launch that gives one wins)."""
     from .signatures import find_call_sites
@@ -259,8 +329,23 @@ class Linter:
             kernel_report.status, kernel_report.message = "needs-spec", message
             report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT001", "needs-spec", "warning", message))
             return
-        sites = [(c.replace(fixed), line, col) for c, line, col in sites]
-        guessed = {k: fixed[k] for k, source in constexpr_provenance.items() if source == "default"}
+        heuristic_names = set(getattr(kernel, "heuristics", None) or {})
+        if heuristic_names:  # heuristics set these at launch: no guess, no spec needed
+            for name in heuristic_names:
+                if constexpr_provenance.get(name) == "default":
+                    constexpr_provenance[name] = "heuristics"
+        completed = []
+        for c, line, col in sites:
+            config, failed = apply_heuristics(kernel, c.replace(fixed), signature.spec)
+            for name in failed:
+                constexpr_provenance[name] = "default"
+            completed.append((config, line, col))
+        sites, prune_note = apply_early_prune(kernel, completed, signature.spec)
+        if prune_note:
+            kernel_report.message = ((kernel_report.message + "; ") if kernel_report.message else "") + prune_note
+        kernel_report.signature_provenance.update(constexpr_provenance)
+        guessed = {k: sites[0][0].constexprs.get(k, fixed.get(k)) for k, source in constexpr_provenance.items()
+                   if source == "default"}
         if guessed:
             kernel_report.message = ((kernel_report.message + "; ") if kernel_report.message else "") + ("judged with guessed constexpr values "
                                      + ", ".join(f"{k}={v}" for k, v in guessed.items())

@@ -182,3 +182,43 @@ def test_import_mode_reads_runtime_configs(run_cli, tmp_path):
     assert "--import" in kernel["message"]
     assert len(kernel["results"]) == 3
     assert {f["code"] for f in imported["findings"]} == {"CFG001"}  # BLOCK=1000 is not a power of two
+
+
+HEURISTICS_AND_PRUNE = '''\
+import triton
+import triton.language as tl
+
+
+def drop_big(configs, named_args, **kwargs):
+    return [c for c in configs if c.kwargs["BLOCK"] <= named_args["n_elements"] // 8]
+
+
+@triton.heuristics({"EVEN_N": lambda args: args["n_elements"] % args["BLOCK"] == 0,
+                    "NUM_TILES": lambda args: triton.cdiv(args["n_elements"], args["BLOCK"])})
+@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=4) for b in (128, 256, 384, 1024)],
+                 key=["n_elements"], prune_configs_by={"early_config_prune": drop_big})
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr, EVEN_N: tl.constexpr, NUM_TILES: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN_N:
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+    else:
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n_elements), mask=offs < n_elements)
+
+
+def copy(x, y):
+    copy_kernel[(1,)](x, y, 4096)
+'''
+
+
+def test_heuristics_are_evaluated_and_a_pure_early_prune_respected(run_cli, tmp_path):
+    (tmp_path / "copy.py").write_text(HEURISTICS_AND_PRUNE)
+    result = run_cli("lint", "copy.py", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "c")
+    (kernel,) = json.loads(result.stdout)["kernels"]
+    assert "drop_big kept 3 of 4 configs" in kernel["message"]  # BLOCK=1024 > 4096 // 8
+    configs = [r["config"] for r in kernel["results"]]
+    assert [c["BLOCK"] for c in configs] == [128, 256, 384]
+    assert [(c["EVEN_N"], c["NUM_TILES"]) for c in configs] == [(True, 32), (True, 16), (False, 11)]
+    assert kernel["signature_provenance"]["EVEN_N"] == "heuristics"
+    assert kernel["signature_provenance"]["n_elements"] == "call-site"
+    assert [d["code"] for r in kernel["results"] for d in r["diagnostics"]] == ["CFG001"]  # BLOCK=384
