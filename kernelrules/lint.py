@@ -240,6 +240,13 @@ def _uses_dot(kernel: Any) -> bool:
                for function in functions for node in ast.walk(function))
 
 
+def _nothing_compiled(results: list) -> bool:
+    """True when every judged config's compile failed (CMP001), i.e. the signature is wrong."""
+    records = [r for _, records in results for r in records]
+    compiled = [r for r in records if r.facts.get("origin") == "compiled"]
+    return bool(compiled) and all(r.facts.get("compile_status") == "error" for r in compiled)
+
+
 class Linter:
     """Runs discovery, signatures and judging over paths; one compile pool for the whole run."""
 
@@ -373,30 +380,49 @@ class Linter:
 
     def _judge_fresh(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport,
                      report: LintReport, fixed: frozenset[str], guessed: Mapping[str, Any] | None) -> None:
-        configs = [c for c, _, _ in sites]
+        try:
+            spec, results = self._judge_with(kernel, signature.spec, sites, fixed)
+            guessed_fp16 = [k for k, v in spec.items()
+                            if v == "*fp16" and signature.provenance.get(k) == "naming"]
+            if guessed_fp16 and _nothing_compiled(results):
+                # The dtype was only guessed and fp16 does not compile: try bf16 before giving up.
+                bf16 = {k: ("*bf16" if k in guessed_fp16 else v) for k, v in spec.items()}
+                spec2, results2 = self._judge_with(kernel, bf16, sites, fixed)
+                if not _nothing_compiled(results2):
+                    spec, results = spec2, results2
+                    for k in guessed_fp16:
+                        kernel_report.signature_provenance[k] = "naming (bf16: fp16 did not compile)"
+        except KernelrulesError as exc:
+            kernel_report.status, kernel_report.message = "error", str(exc)
+            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT004", "file-error", "error", str(exc)))
+            return
         where = {c.key(): (line, col) for c, line, col in sites}
-        dtypes = sorted({v[1:] for v in signature.spec.values() if isinstance(v, str) and v.startswith("*")})
-        target = KernelTarget(Path(kernel.path), kernel.name, signature.spec, {"name": kernel.name, "dtypes": dtypes},
-                              fixed)
+        note = " (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items()) + ")" if guessed else ""
+        for arch, records in results:
+            for record in records:
+                kernel_report.records.append(record.to_json())
+                line, col = where.get(record.verdict.config.key(), (None, None))
+                for d in record.verdict.diagnostics:
+                    report.findings.append(self._finding(
+                        kernel, line or kernel.line, col or kernel.column + 1, d.code, d.name, d.severity,
+                        d.message + note, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
+                        repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
+
+    def _judge_with(self, kernel: Any, spec: Mapping[str, Any], sites: list,
+                    fixed: frozenset[str]) -> tuple[Mapping[str, Any], list]:
+        """Judge every config on every architecture with one signature: [(arch, records)]."""
+        configs = [c for c, _, _ in sites]
+        dtypes = sorted({v[1:] for v in spec.values() if isinstance(v, str) and v.startswith("*")})
+        target = KernelTarget(Path(kernel.path), kernel.name, spec, {"name": kernel.name, "dtypes": dtypes}, fixed)
         pruner = Pruner(target, engine=self.engine, timeout=self.options.timeout, progress=self.progress,
                         pool=self.pool)
         try:
             probe = _uses_dot(kernel)
+            results = []
             for arch in self.archs:
                 records, _model = pruner.judge_arch(configs, arch, self.options.stage == "compiled", {}, probe=probe)
-                for record in records:
-                    kernel_report.records.append(record.to_json())
-                    line, col = where.get(record.verdict.config.key(), (None, None))
-                    note = (" (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items()) + ")"
-                            if guessed else "")
-                    for d in record.verdict.diagnostics:
-                        report.findings.append(self._finding(
-                            kernel, line or kernel.line, col or kernel.column + 1, d.code, d.name, d.severity,
-                            d.message + note, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
-                            repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
-        except KernelrulesError as exc:
-            kernel_report.status, kernel_report.message = "error", str(exc)
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT004", "file-error", "error", str(exc)))
+                results.append((arch, records))
+            return spec, results
         finally:
             pruner.close()
 

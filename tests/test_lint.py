@@ -222,3 +222,26 @@ def test_heuristics_are_evaluated_and_a_pure_early_prune_respected(run_cli, tmp_
     assert kernel["signature_provenance"]["EVEN_N"] == "heuristics"
     assert kernel["signature_provenance"]["n_elements"] == "call-site"
     assert [d["code"] for r in kernel["results"] for d in r["diagnostics"]] == ["CFG001"]  # BLOCK=384
+
+
+BF16_ONLY = '''\
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=4)], key=["n"])
+@triton.jit
+def bf16_only(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    tl.static_assert(x_ptr.dtype.element_ty == tl.bfloat16)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+'''
+
+
+def test_guessed_fp16_that_does_not_compile_is_retried_as_bf16(run_cli, tmp_path):
+    (tmp_path / "b.py").write_text(BF16_ONLY)
+    result = run_cli("lint", "b.py", "--arch", "ada", "--format", "json", "--cache-dir", "c")
+    (kernel,) = json.loads(result.stdout)["kernels"]
+    assert kernel["signature_provenance"]["x_ptr"].startswith("naming (bf16")
+    assert [r["facts"]["compile_status"] for r in kernel["results"]] == ["ok"]
+    assert result.returncode == 0, result.stdout
