@@ -332,14 +332,24 @@ def lint_command(
         compile_timeout=timeout, cache_dir=str(cache_dir) if cache_dir else None)
     if not settings.arch:
         raise KernelrulesError("no target architecture", hint="pass --arch ada,hopper or set arch in [tool.kernelrules]")
-    if trace is not None and not trace.is_file():
-        raise KernelrulesError("no such trace file", path=str(trace))
+    if trace is not None:  # a broken spec or trace is a usage error for the whole run (exit 2)
+        from .trace import load_trace
+
+        if not trace.is_file():
+            raise KernelrulesError("no such trace file", path=str(trace))
+        load_trace(trace)
+    if spec is not None:
+        from .signatures import load_spec_file
+
+        load_spec_file(spec)
     options = LintOptions(archs=settings.arch, stage=settings.stage, spec_file=str(spec) if spec else None,
                           trace_file=str(trace) if trace else None, import_modules=import_modules,
                           jobs=settings.jobs, timeout=settings.compile_timeout, cache_dir=settings.cache_dir)
     with _progress(output is LintFormat.text and not quiet) as progress:
         report = Linter(options, progress=progress).run(paths)
     _filter_and_suppress(report, settings)
+    if not report.kernels and not report.findings:
+        typer.echo(f"kernelrules: no @triton.jit kernels found in {', '.join(map(str, paths))}", err=True)
     if output is LintFormat.json:
         typer.echo(render_json(report))
     elif output is LintFormat.sarif:

@@ -245,3 +245,17 @@ def test_guessed_fp16_that_does_not_compile_is_retried_as_bf16(run_cli, tmp_path
     assert kernel["signature_provenance"]["x_ptr"].startswith("naming (bf16")
     assert [r["facts"]["compile_status"] for r in kernel["results"]] == ["ok"]
     assert result.returncode == 0, result.stdout
+
+
+def test_broken_spec_or_trace_is_exit_2_and_no_kernels_is_said(run_cli, tmp_path):
+    copy_example(tmp_path, "softmax.py")
+    (tmp_path / "bad.yaml").write_text("kernels: [1, 2\n")
+    bad_spec = run_cli("lint", "softmax.py", "--arch", "ada", "--spec", "bad.yaml")
+    assert bad_spec.returncode == 2 and "bad.yaml" in bad_spec.stderr and "Traceback" not in bad_spec.stderr
+    (tmp_path / "bad.jsonl").write_text('{"schema_version": 1, "format": "kernelrules-trace"}\n{oops\n')
+    bad_trace = run_cli("lint", "softmax.py", "--arch", "ada", "--trace", "bad.jsonl")
+    assert bad_trace.returncode == 2 and "bad.jsonl" in bad_trace.stderr and "Traceback" not in bad_trace.stderr
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    empty = run_cli("lint", "plain.py", "--arch", "ada")
+    assert empty.returncode == 0 and "no @triton.jit kernels found" in empty.stderr
+    assert run_cli("lint", "softmax.py", "--arch", "rtx9999").returncode == 2
