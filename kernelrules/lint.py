@@ -17,6 +17,7 @@ The pipeline, for each file and kernel, never running the user's module:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -212,6 +213,51 @@ def apply_early_prune(kernel: Any, sites: list, signature: Mapping[str, Any]) ->
     return [s for s in sites if s[0].key() in keys], f"{prune.id} kept {len(keys)} of {len(sites)} configs"
 
 
+#: Block-size candidates per Inductor size-hint prefix (x, y: pointwise tiles; r0_/r: reduction).
+_INDUCTOR_BLOCKS = {"pointwise": (128, 256, 512, 1024), "reduction_x": (1, 8, 64), "reduction_r": (64, 512, 2048)}
+
+
+def inductor_configs(kernel: Any) -> tuple[list[tuple[KernelConfig, int, int]], str] | None:
+    """Candidate configs of an Inductor kernel from its ``size_hints``, as its heuristics would try.
+
+    Inductor picks a kernel's block sizes at run time from ``size_hints``; lint judges a
+    small set of the candidates the heuristics choose between (capped at the next power
+    of two of each hint): pointwise XBLOCK/YBLOCK of 128 to 1024, reduction XBLOCK of
+    1 to 64 with R0_BLOCK of 64 to 2048. An approximation, said so in the report.
+    """
+    from .inductor import inductor_kernel_info
+
+    try:
+        info = inductor_kernel_info(kernel.path, kernel.name)
+    except KernelrulesError:
+        return None
+    if info is None or not info.size_hints:
+        return None
+    params = {p.name for p in kernel.params if p.constexpr}
+    axes: dict[str, tuple[int, ...]] = {}
+    for prefix, hint in info.size_hints.items():
+        cap = 1 << max(int(hint) - 1, 0).bit_length()
+        if prefix.startswith("r"):
+            name = next((n for n in ("R0_BLOCK", "RBLOCK") if n in params), None)
+            choices = _INDUCTOR_BLOCKS["reduction_r"]
+        else:
+            name = f"{prefix.upper()}BLOCK" if f"{prefix.upper()}BLOCK" in params else None
+            choices = _INDUCTOR_BLOCKS["reduction_x" if "reduction" in info.kernel_type else "pointwise"]
+        if name:
+            axes[name] = tuple(sorted({min(c, cap) for c in choices}))
+    if not axes:
+        return None
+    import itertools
+
+    line = getattr(kernel, "decorator_line", kernel.line)
+    sites = []
+    for values in itertools.product(*axes.values()):
+        block = dict(zip(axes, values))
+        warps = 8 if math.prod(values) >= 2048 else 4
+        sites.append((KernelConfig.from_dict({**block, "num_warps": warps}), line, 1))
+    return sites, f"configs from Inductor size hints {dict(info.size_hints)} ({info.kernel_type})"
+
+
 def _call_literals(kernel: Any) -> dict[str, Any]:
     """Literal arguments of the kernel's launches in its own file (the first launch that gives one wins)."""
     from .signatures import find_call_sites
@@ -327,6 +373,11 @@ class Linter:
             return
         kernel_report.signature_provenance = dict(signature.provenance)
         sites = _configs_of(kernel) if imported_sites is None else [(c.config, c.line, c.column + 1) for c in imported_sites]
+        if source == "inductor" and autotune is None:
+            found = inductor_configs(kernel)
+            if found is not None:
+                sites, note = found
+                kernel_report.message = ((kernel_report.message + "; ") if kernel_report.message else "") + note
         fixed, constexpr_provenance = _constexpr_values(kernel, spec, sites[0][0], _call_literals(kernel), source)
         kernel_report.signature_provenance.update(constexpr_provenance)
         if not signature.complete:

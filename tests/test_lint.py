@@ -259,3 +259,17 @@ def test_broken_spec_or_trace_is_exit_2_and_no_kernels_is_said(run_cli, tmp_path
     empty = run_cli("lint", "plain.py", "--arch", "ada")
     assert empty.returncode == 0 and "no @triton.jit kernels found" in empty.stderr
     assert run_cli("lint", "softmax.py", "--arch", "rtx9999").returncode == 2
+
+
+def test_inductor_output_is_linted_from_its_triton_meta_without_running_it(run_cli, tmp_path):
+    from test_inductor import POINTWISE
+
+    (tmp_path / "output_code_kernel.py").write_text(POINTWISE)  # raises if ever executed
+    result = run_cli("lint", "output_code_kernel.py", "--arch", "hopper", "--stage", "config", "--format", "json",
+                     "--cache-dir", "cache")
+    assert "Traceback" not in result.stderr
+    (kernel,) = json.loads(result.stdout)["kernels"]
+    assert kernel["status"] == "analyzed"
+    assert set(kernel["signature_provenance"].values()) == {"inductor"}
+    assert "size hints" in kernel["message"]
+    assert [r["config"]["XBLOCK"] for r in kernel["results"]] == [128, 256, 512, 1024]
