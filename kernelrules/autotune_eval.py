@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .config import KernelConfig
+from .kernelsource import _dotted_name
 
 #: Interpreter steps (nodes evaluated) before giving up; real config lists need a few thousand.
 DEFAULT_STEP_LIMIT = 200_000
@@ -138,18 +139,6 @@ class _Return(Exception):
 
     def __init__(self, value: Any) -> None:
         self.value = value
-
-
-def _dotted(node: ast.expr) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _is_triton_name(canonical: str, last: str) -> bool:
@@ -429,7 +418,7 @@ class ConfigEvaluator:
     # -- calls ----------------------------------------------------------------
 
     def _eval_Call(self, node: ast.Call, env: dict) -> Any:
-        dotted = _dotted(node.func)
+        dotted = _dotted_name(node.func)
         if dotted is None and isinstance(node.func, ast.Attribute):
             return self._value_method(node, self.eval(node.func.value, env), node.func.attr, env)
         if dotted is None:

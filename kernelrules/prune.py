@@ -143,14 +143,7 @@ class Pruner:
         for probes in (choose_probes(candidates), synthetic_probes(candidates)):
             if not probes:
                 continue
-            read = []
-            for config, result in zip(probes, self.compile_many(probes, arch, f"probing {arch.name}")):
-                if result.ok:
-                    probe = probe_from_facts(config, result.facts or {})
-                    if probe is None and result.asm.get("ttgir"):
-                        probe = read_probe(config, result.asm["ttgir"])
-                    if probe is not None:
-                        read.append(probe)
+            read = self._compile_probes(probes, arch)
             try:
                 model = learn(read, arch)
             except ModelError as exc:
@@ -160,6 +153,19 @@ class Pruner:
         if error is not None:
             self.notes.append(f"{arch.name}: no resource model ({error}); shared memory is judged after compiling")
         return None
+
+    def _compile_probes(self, probes: Sequence[KernelConfig], arch: Any) -> list:
+        """Compile probe configs and read each one that compiled (from the worker's facts, else its TTGIR)."""
+        read = []
+        for config, result in zip(probes, self.compile_many(probes, arch, f"probing {arch.name}")):
+            if not result.ok:
+                continue
+            probe = probe_from_facts(config, result.facts or {})
+            if probe is None and result.asm.get("ttgir"):
+                probe = read_probe(config, result.asm["ttgir"])
+            if probe is not None:
+                read.append(probe)
+        return read
 
     def _complete_paths(self, model: ResourceModel, read: list, candidates: Sequence[KernelConfig],
                         arch: Any) -> ResourceModel:
@@ -172,12 +178,7 @@ class Pruner:
         if not missing:
             return model
         extra = [probe for configs in missing.values() for probe in choose_probes(configs, count=1)]
-        for config, result in zip(extra, self.compile_many(extra, arch, f"probing {arch.name}")):
-            probe = probe_from_facts(config, result.facts or {}) if result.ok else None
-            if probe is None and result.ok and result.asm.get("ttgir"):
-                probe = read_probe(config, result.asm["ttgir"])
-            if probe is not None:
-                read.append(probe)
+        read = read + self._compile_probes(extra, arch)
         try:
             return learn(read, arch)
         except ModelError:
