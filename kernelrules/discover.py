@@ -333,16 +333,33 @@ def _import_sources(path: Path, tree: ast.Module) -> dict[str, tuple[Path, str]]
     return sources
 
 
-_MODULE_CACHE: dict[Path, "ParsedModule | None"] = {}
+_MODULE_CACHE: dict[tuple, "ParsedModule | Problem"] = {}
+_MODULE_CACHE_SIZE = 2048
+
+
+def cached_module(path: str | Path) -> "ParsedModule | Problem":
+    """:func:`read_module`, parsed once per file version (path, mtime and size).
+
+    Discovery, signature inference and lint all read the kernel's file; with many
+    kernels per file that was a parse per kernel and per step.
+    """
+    path = Path(path).resolve()
+    try:
+        stat = path.stat()
+        key = (path, stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        return read_module(path)
+    if key not in _MODULE_CACHE:
+        if len(_MODULE_CACHE) >= _MODULE_CACHE_SIZE:
+            _MODULE_CACHE.clear()
+        _MODULE_CACHE[key] = read_module(path)
+    return _MODULE_CACHE[key]
 
 
 def _cached_module(path: Path) -> "ParsedModule | None":
-    """A parsed module of the same package, read once per process (None when unreadable)."""
-    key = path.resolve()
-    if key not in _MODULE_CACHE:
-        parsed = read_module(path)
-        _MODULE_CACHE[key] = parsed if isinstance(parsed, ParsedModule) else None
-    return _MODULE_CACHE[key]
+    """A parsed module of the same package (None when unreadable)."""
+    parsed = cached_module(path)
+    return parsed if isinstance(parsed, ParsedModule) else None
 
 
 def read_module(path: Path) -> ParsedModule | Problem:

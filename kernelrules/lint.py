@@ -27,7 +27,7 @@ from .cache import ResultCache
 from .config import KernelConfig, is_block_size_name
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
-from .findings import Finding, KernelReport, LintReport
+from .findings import Finding, KernelReport, LintReport, lint_finding
 from .prune import KernelTarget, Pruner
 
 Progress = Callable[[str, int, int], None]
@@ -153,12 +153,12 @@ def apply_heuristics(kernel: Any, config: KernelConfig, signature: Mapping[str, 
     import ast
 
     from .autotune_eval import ConfigEvaluator, Unsupported
-    from .discover import ParsedModule, read_module
+    from .discover import ParsedModule, cached_module
 
     heuristics = getattr(kernel, "heuristics", None) or {}
     if not heuristics:
         return config, []
-    module = read_module(Path(kernel.path))
+    module = cached_module(kernel.path)
     if not isinstance(module, ParsedModule):
         return config, list(heuristics)
     evaluator = ConfigEvaluator(module.scope())
@@ -187,7 +187,7 @@ def apply_early_prune(kernel: Any, sites: list, signature: Mapping[str, Any]) ->
     import ast
 
     from .autotune_eval import ConfigEvaluator, ConfigSite, Unsupported
-    from .discover import ParsedModule, read_module
+    from .discover import ParsedModule, cached_module
 
     text = getattr(getattr(kernel, "autotune", None), "prune_configs_by", None)
     if not text:
@@ -198,7 +198,7 @@ def apply_early_prune(kernel: Any, sites: list, signature: Mapping[str, Any]) ->
                      if isinstance(k, ast.Constant) and k.value == "early_config_prune")
     except (SyntaxError, AttributeError, StopIteration):
         return sites, f"prune_configs_by is reported, not applied: {text.strip()[:80]}"
-    module = read_module(Path(kernel.path))
+    module = cached_module(kernel.path)
     if not isinstance(module, ParsedModule) or not isinstance(prune, ast.Name) \
             or prune.id not in module.plain_functions:
         return sites, "early_config_prune is not a module-level function of this file; not applied"
@@ -274,12 +274,13 @@ def _uses_dot(kernel: Any) -> bool:
     model worth its probe compiles. Unknown (unreadable source) counts as yes."""
     import ast
 
-    try:
-        tree = ast.parse(Path(kernel.path).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+    from .discover import ParsedModule, cached_module
+
+    module = cached_module(kernel.path)
+    if not isinstance(module, ParsedModule):
         return True
     names = {kernel.name, *getattr(kernel, "helpers", ())}
-    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in names]
+    functions = [n for n in ast.walk(module.tree) if isinstance(n, ast.FunctionDef) and n.name in names]
     if len(functions) < len(names):
         return True  # a helper from another module: assume it may hold the dot
     return any(isinstance(node, ast.Attribute) and node.attr in ("dot", "dot_scaled")
@@ -326,11 +327,9 @@ class Linter:
         for problem in found.problems:
             if problem.kind not in ("syntax-error", "unreadable-file"):
                 continue  # unparseable autotune and friends are reported per kernel (LNT002)
-            report.findings.append(Finding(
-                path=_relative(Path(problem.path)), line=problem.line or 1, column=problem.column or 1,
-                code="LNT004", name="file-error", severity="error", message=problem.message, kernel=None,
-                arch=None, config=None, fix=None, repair=None, suppressed=False,
-                source_line=_source_line(self.sources, Path(problem.path), problem.line)))
+            report.findings.append(lint_finding(
+                "LNT004", _relative(Path(problem.path)), problem.line or 1, problem.message,
+                column=problem.column or 1, source_line=_source_line(self.sources, Path(problem.path), problem.line)))
         for kernel in found.kernels:
             if kernel.is_helper:
                 continue  # a jit helper called by another kernel is judged through its caller
@@ -358,8 +357,7 @@ class Linter:
             except KernelrulesError as exc:
                 kernel_report.message = str(exc)
         if autotune is not None and autotune.configs_error and imported_sites is None:
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT002", "unparseable-autotune",
-                                                 "warning", f"autotune configs not judged: {autotune.configs_error}"))
+            report.findings.append(self._lint_code(kernel, "LNT002", f"autotune configs not judged: {autotune.configs_error}"))
         try:
             spec, source = _explicit_spec(kernel, self.options)
             constexpr_names = {p.name for p in kernel.params if p.constexpr}
@@ -369,7 +367,7 @@ class Linter:
                 signature.provenance = {k: source if v == "spec" else v for k, v in signature.provenance.items()}
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT004", "file-error", "error", str(exc)))
+            report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))
             return
         kernel_report.signature_provenance = dict(signature.provenance)
         sites = _configs_of(kernel) if imported_sites is None else [(c.config, c.line, c.column + 1) for c in imported_sites]
@@ -385,7 +383,7 @@ class Linter:
             message = (f"cannot judge {kernel.name}: no launch signature for {missing}; write a spec with "
                        f"'kernelrules spec {shown}' or record one with 'kernelrules trace'")
             kernel_report.status, kernel_report.message = "needs-spec", message
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT001", "needs-spec", "warning", message))
+            report.findings.append(self._lint_code(kernel, "LNT001", message))
             return
         heuristic_names = set(getattr(kernel, "heuristics", None) or {})
         if heuristic_names:  # heuristics set these at launch: no guess, no spec needed
@@ -445,7 +443,7 @@ class Linter:
                         kernel_report.signature_provenance[k] = "naming (bf16: fp16 did not compile)"
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
-            report.findings.append(self._finding(kernel, kernel.line, kernel.column + 1, "LNT004", "file-error", "error", str(exc)))
+            report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))
             return
         where = {c.key(): (line, col) for c, line, col in sites}
         note = " (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items()) + ")" if guessed else ""
@@ -476,6 +474,12 @@ class Linter:
             return spec, results
         finally:
             pruner.close()
+
+    def _lint_code(self, kernel: Any, code: str, message: str) -> Finding:
+        """A finding of one of the lint command's own codes, at the kernel's ``def``."""
+        path = Path(kernel.path)
+        return lint_finding(code, _relative(path), kernel.line, message, column=kernel.column + 1, kernel=kernel.name,
+                            source_line=_source_line(self.sources, path, kernel.line))
 
     def _finding(self, kernel: Any, line: int, column: int, code: str, name: str, severity: str, message: str,
                  **extra: Any) -> Finding:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .discover import DiscoveredKernel, ParsedModule, read_module
+from .discover import DiscoveredKernel, ParsedModule, cached_module
 from .errors import SignatureSpecError
 from .yamlio import LocatedDocument, load_file
 
@@ -170,7 +170,7 @@ def find_call_sites(kernel: DiscoveredKernel, paths: Iterable[str | os.PathLike[
     """Launches of ``kernel`` in ``paths`` (default: its own file), with their literal arguments."""
     sites: list[CallSite] = []
     for path in [Path(p) for p in paths] if paths is not None else [kernel.path]:
-        module = read_module(path)
+        module = cached_module(path)
         if not isinstance(module, ParsedModule):
             continue
         for node in ast.walk(module.tree):
@@ -409,7 +409,7 @@ def _apply_call_sites(result: InferredSignature, runtime: list[str], sites: Sequ
 
 def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: list[str]) -> None:
     """Dataflow and naming evidence from the kernel's body, then integer defaults."""
-    module = read_module(kernel.path)
+    module = cached_module(kernel.path)
     func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
     pointers = _PointerFlow(module).pointers.get(kernel.name, set()) if func is not None else set()
     floats = _float_params(func, set(runtime)) if func is not None else set()
