@@ -102,6 +102,22 @@ def compile_phase(args) -> None:
     print(f"compile phase: {len(jobs)} configs in {time.time() - start:.0f} s on {args.workers} workers", flush=True)
 
 
+def _count_triton_cache_misses() -> list[int]:
+    """Count Triton cache misses in this process: ``ASTSource.make_ir`` runs only when
+    ``triton.compile`` finds nothing in the cache (the pool's compiles run elsewhere)."""
+    from triton.compiler import compiler
+
+    counter = [0]
+    original = compiler.ASTSource.make_ir
+
+    def counting(self, *args, **kwargs):
+        counter[0] += 1
+        return original(self, *args, **kwargs)
+
+    compiler.ASTSource.make_ir = counting
+    return counter
+
+
 class Launcher:
     """Launches, checks and times configs of the matmul through Triton's JIT on the GPU."""
 
@@ -113,6 +129,7 @@ class Launcher:
         from matmul import matmul_kernel
 
         self.torch, self.triton, self.fn, self.args, self.out = torch, triton, matmul_kernel.fn, args, out
+        self.misses = _count_triton_cache_misses()
         self.M = self.N = self.K = 4096
         torch.manual_seed(0)
         self.a = torch.randn((self.M, self.K), device="cuda", dtype=torch.float16)
@@ -145,6 +162,7 @@ class Launcher:
                                  num_stages=config["num_stages"])
 
         c.fill_(float("nan"))
+        misses_before = self.misses[0]
         t0 = time.time()
         try:
             kernel = run()
@@ -159,6 +177,7 @@ class Launcher:
             torch.cuda.synchronize()
             return
         jit_seconds = time.time() - t0
+        result["triton_cache_hit"] = self.misses[0] == misses_before
         error = ((c.float() - self.reference).norm() / self.ref_norm).item()
         ms = triton.testing.do_bench(run, warmup=self.args.bench_ms / 2, rep=self.args.bench_ms)
         result.update(launched=True, jit_seconds=round(jit_seconds, 3), shared=kernel.metadata.shared,
