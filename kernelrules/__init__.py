@@ -6,6 +6,18 @@ The public Python API::
     arch = kernelrules.load_arch("ada")                 # a profile, by name or alias
     verdict = kernelrules.check({"BLOCK_M": 128, "num_warps": 8}, arch)
     verdict.verdict, [d.code for d in verdict.diagnostics], verdict.repair
+
+For tuners::
+
+    result = kernelrules.prune(kernel, configs, "ada", args=(a, b, c, M, N, K))  # or signature={...}
+    result.kept, [r.codes for r in result.rejected], result.repaired[config], result.candidates()
+
+    @kernelrules.autotune(configs=CONFIGS, key=["M", "N", "K"], arch="ada")    # triton.autotune + pruning
+    @triton.jit
+    def kernel(...): ...
+
+``kernelrules.prune(space_file, "ada,hopper")`` judges a search-space file instead, and
+``kernelrules.optuna_helper.RulesGate`` prunes Optuna trials the rules reject.
 """
 
 from __future__ import annotations
@@ -24,6 +36,9 @@ _LAZY = {
     "Diagnostic": ("kernelrules.engine", "Diagnostic"),
     "KernelConfig": ("kernelrules.config", "KernelConfig"),
     "prune": ("kernelrules.prune", "prune"),
+    "KernelPruneResult": ("kernelrules.prune_api", "KernelPruneResult"),
+    "autotune": ("kernelrules.triton", "autotune"),
+    "early_prune": ("kernelrules.triton", "early_prune"),
     "load_space": ("kernelrules.space", "load_space"),
     "load_rules": ("kernelrules.ruleset", "load_rules"),
     "KernelrulesError": ("kernelrules.errors", "KernelrulesError"),

@@ -26,6 +26,7 @@ does not have to import Triton.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import itertools
 import os
@@ -34,7 +35,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import KernelSourceError, KernelSyntaxError
 
@@ -394,13 +395,30 @@ def _exec_reduced(reduced: _Reduced, path: Path) -> types.ModuleType:
     module.__file__ = str(path)
     sys.modules[module_name] = module
     try:
-        exec(code, module.__dict__)  # noqa: S102 - only imports, literals and jit defs remain
+        with _compiled_jit():
+            exec(code, module.__dict__)  # noqa: S102 - only imports, literals and jit defs remain
     except Exception as exc:  # noqa: BLE001 - any failure here is the file's, reported with its line
         sys.modules.pop(module_name, None)
         line = _traceback_line(exc, str(path))
         raise KernelSourceError(f"cannot define the jit functions: {type(exc).__name__}: {exc}",
                                 path=str(path), line=line) from exc
     return module
+
+
+@contextlib.contextmanager
+def _compiled_jit() -> Iterator[None]:
+    """``@triton.jit`` makes JITFunctions here even under ``TRITON_INTERPRET=1``: kernelrules
+    loads kernels to cross-compile them, never to interpret them."""
+    try:
+        from triton import knobs
+
+        scope = knobs.runtime.scope
+    except (ImportError, AttributeError):  # a Triton without knobs reads TRITON_INTERPRET itself
+        yield
+        return
+    with scope():
+        knobs.runtime.interpret = False
+        yield
 
 
 def _traceback_line(exc: BaseException, filename: str) -> int | None:

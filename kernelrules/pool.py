@@ -261,6 +261,7 @@ class CompilePool:
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, TMPDIR=scratch, PYTHONUNBUFFERED="1", PYTHONPATH=python_path)
+        env.pop("TRITON_INTERPRET", None)  # workers cross-compile; a traced or tested command may interpret
         if self.triton_cache_dir:
             env.update(TRITON_CACHE_DIR=self.triton_cache_dir, KERNELRULES_WORKER_USE_TRITON_CACHE="1")
             env.pop("KERNELRULES_WORKER_CLEAR_CACHE", None)

@@ -14,6 +14,8 @@ The flow, per architecture:
 
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -184,15 +186,25 @@ class Pruner:
         except ModelError:
             return model
 
+    def model_for(self, configs: Sequence[KernelConfig], arch: Any) -> ResourceModel | None:
+        """The resource model learned from the configs no config-stage rule rejects (None if none passes)."""
+        plain = self.engine.judge_many(configs, arch, kernel=dict(self.target.kernel_info))
+        candidates = [v.config for v in plain if not v.rejected]
+        return self.learn_model(candidates, arch) if candidates else None
+
     # -- judging ------------------------------------------------------------------
 
     def judge_arch(self, configs: Sequence[KernelConfig], arch: Any, compile: bool,
-                   problem: Mapping[str, Any], probe: bool = True) -> tuple[list[PruneRecord], ResourceModel | None]:
-        """All records of one architecture; ``probe=False`` skips the resource model (no dot to model)."""
+                   problem: Mapping[str, Any], probe: bool = True,
+                   model: ResourceModel | None = None) -> tuple[list[PruneRecord], ResourceModel | None]:
+        """All records of one architecture; ``probe=False`` skips the resource model (no dot to model).
+
+        ``model``, a resource model learned earlier for this kernel and architecture,
+        spares the probe compiles (a judge that lives across calls passes its own).
+        """
         kernel = dict(self.target.kernel_info)
-        plain = self.engine.judge_many(configs, arch, kernel=kernel)
-        candidates = [v.config for v in plain if not v.rejected]
-        model = self.learn_model(candidates, arch) if candidates and probe else None
+        if model is None and probe:
+            model = self.model_for(configs, arch)
 
         def predict(config: KernelConfig) -> dict[str, Any]:
             return model.predict(config) if model is not None else {}
@@ -273,12 +285,50 @@ def prune_space(space: Space, archs: Sequence[Any], *, compile: bool = False, jo
     return result
 
 
-def prune(space: str | Path | Space, arch: str | Iterable[str], *, compile: bool = False, jobs: int | None = None,
-          timeout: float = 30.0, cache_dir: str | Path | None = None, progress: Progress | None = None,
-          ) -> PruneResult:
-    """Python API of ``kernelrules prune``: a space file (or Space) and architecture names."""
+def prune(space: Any, *args: Any, **kwargs: Any) -> Any:
+    """Python API of ``kernelrules prune``, and the plain prune for tuners.
+
+    ``prune(space, arch, *, compile=False, jobs=None, timeout=30.0, cache_dir=None, progress=None)``
+    judges a space file (or a loaded :class:`~kernelrules.space.Space`) on one or more
+    architectures (``"ada,hopper"``) and returns a :class:`PruneResult`.
+
+    ``prune(kernel, configs, arch=None, *, signature=None, args=None, fixed=None, compile=False, ...)``
+    judges the configs of a live Triton kernel (a ``JITFunction`` or the Autotuner/Heuristics
+    around one) and returns a :class:`~kernelrules.prune_api.KernelPruneResult` in the
+    caller's config types; see :func:`kernelrules.prune_api.prune_kernel`.
+    """
+    if isinstance(space, (str, Path, Space)):
+        return prune_space_file(space, *args, **kwargs)
+    from .kernel_prune import is_triton_kernel
+    from .prune_api import prune_kernel
+
+    if not is_triton_kernel(space):
+        raise TypeError(f"prune() takes a space file, a Space or a Triton kernel, not {type(space).__name__}")
+    return prune_kernel(space, *args, **kwargs)
+
+
+def prune_space_file(space: str | Path | Space, arch: str | Iterable[str], *, compile: bool = False,
+                     jobs: int | None = None, timeout: float = 30.0, cache_dir: str | Path | None = None,
+                     progress: Progress | None = None) -> PruneResult:
+    """Judge a space file (or Space) on architecture names (``"ada,hopper"`` or a list)."""
     loaded = space if isinstance(space, Space) else load_space(space)
     names = [arch] if isinstance(arch, str) else list(arch)
     archs = [load_arch(n) for name in names for n in name.split(",") if n.strip()]
     cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
     return prune_space(loaded, archs, compile=compile, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
+
+
+class _CallableModule(types.ModuleType):
+    """``kernelrules.prune`` is both this module and the function :func:`prune`.
+
+    Importing ``kernelrules.prune`` (as ``kernelrules.triton`` does) binds the module
+    to the package attribute that ``kernelrules.prune`` the function also lives at, so
+    the module forwards calls to the function: ``kernelrules.prune(...)`` works
+    whichever was bound first.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return prune(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,105 +1,46 @@
-"""Prune inside Triton's own autotuner: ``prune_configs_by={"early_config_prune": ...}``.
+"""Prune inside Triton's own autotuner: ``kernelrules.autotune`` and ``early_prune``.
 
-    from kernelrules.triton import early_prune
+    import kernelrules
 
-    @triton.autotune(configs=CONFIGS, key=["M", "N", "K"],
-                     prune_configs_by={"early_config_prune": early_prune(lambda: matmul_kernel, arch="ada")})
+    @kernelrules.autotune(configs=CONFIGS, key=["M", "N", "K"], arch="ada")
     @triton.jit
     def matmul_kernel(...): ...
 
-Triton calls the pruner with the configs and the launch's positional arguments
-(``named_args``) but not with the kernel, so the pruner is bound to the kernel it is
-given: a ``JITFunction``, an Autotuner/Heuristics wrapper, or a zero-argument callable
-returning one (the kernel does not exist yet while its own decorator runs). It builds
-the launch signature from ``named_args`` as the launch will (tensor dtypes, integer
-values: 16-divisible and 1 specialise), judges every config for the architecture
-(``arch``, else ``$KERNELRULES_ARCH``, else the current GPU), and drops or repairs the
-ones that cannot run or are structurally slow, logging one line per decision. It never
-returns an empty list (Triton raises on that): if every config fails, it keeps the least
-bad one and warns. Any problem of its own becomes a warning and the configs are kept.
+is ``triton.autotune`` with kernelrules' pruner in ``prune_configs_by``. The pruner on
+its own, for a plain ``triton.autotune``::
+
+    prune_configs_by={"early_config_prune": early_prune(lambda: matmul_kernel, arch="ada")}
+
+Triton calls the pruner with the configs and the launch's arguments (``named_args``)
+but not with the kernel, so the pruner is bound to the kernel it is given: a
+``JITFunction``, an Autotuner/Heuristics wrapper, or a zero-argument callable returning
+one (the kernel does not exist yet while its own decorator runs). It builds the launch
+signature from ``named_args`` as the launch will (tensor dtypes, integer values:
+16-divisible and 1 specialise), evaluates the ``@triton.heuristics`` under the
+autotuner per config, judges every config for the architecture (``arch``, else
+``$KERNELRULES_ARCH``, else the current GPU), and drops or repairs the ones that cannot
+run or are structurally slow, logging one line per decision. It never returns an empty
+list (Triton raises on that): if every config fails, it keeps the least bad one and
+warns. Any problem of its own becomes a warning and the configs are kept.
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
-import os
 import warnings
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .config import KernelConfig
+from .errors import KernelrulesError
+from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
 
-log = logging.getLogger("kernelrules.triton")
-
-_TORCH_DTYPES = {
-    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64", "int8": "i8", "int16": "i16",
-    "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
-}
-
-
-def _jit_function(kernel: Any) -> Any:
-    """The JITFunction under Autotuner/Heuristics wrappers (or behind a zero-argument callable)."""
-    from triton.runtime.jit import JITFunction
-
-    obj = kernel
-    if not isinstance(obj, JITFunction) and not hasattr(obj, "fn") and callable(obj):
-        obj = obj()
-    while not isinstance(obj, JITFunction) and hasattr(obj, "fn"):
-        obj = obj.fn
-    if not isinstance(obj, JITFunction):
-        raise TypeError(f"{kernel!r} is not a Triton kernel")
-    return obj
-
-
-def _arg_spec(value: Any) -> Any:
-    """One argument as a space-file signature value: "*fp16", an int value, "fp32", or None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return "fp32"
-    dtype = getattr(value, "dtype", None)
-    if dtype is not None and hasattr(value, "data_ptr"):
-        name = str(dtype).replace("torch.", "")
-        return "*" + _TORCH_DTYPES.get(name, name)
-    return None
-
-
-def launch_signature(fn: Any, named_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(signature of the runtime arguments, constexpr values given at the launch)."""
-    constexpr_names = {fn.arg_names[i] for i in getattr(fn, "constexprs", ())}
-    signature, constexprs = {}, {}
-    for name in fn.arg_names:
-        if name not in named_args:
-            continue
-        if name in constexpr_names:
-            constexprs[name] = named_args[name]
-            continue
-        spec = _arg_spec(named_args[name])
-        if spec is not None:
-            signature[name] = spec
-    return signature, constexprs
-
-
-def _current_arch(arch: str | None) -> str:
-    if arch:
-        return arch
-    if os.environ.get("KERNELRULES_ARCH"):
-        return os.environ["KERNELRULES_ARCH"]
-    import torch
-
-    major, minor = torch.cuda.get_device_capability()
-    return f"sm_{major}{minor}"
+__all__ = ["EarlyPrune", "autotune", "early_prune", "launch_signature"]
 
 
 class EarlyPrune:
-    """The callable handed to ``prune_configs_by``; see the module docstring."""
+    """The callable handed to ``prune_configs_by["early_config_prune"]``; see the module docstring."""
 
     def __init__(self, kernel: Any, arch: str | None = None, compile: bool = False, repair: bool = True) -> None:
         self.kernel, self.arch, self.compile, self.repair = kernel, arch, compile, repair
-        self._memo: dict[Any, list] = {}
+        self._memo: dict[Any, tuple[list, list]] = {}
 
     def __call__(self, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list:
         if not configs:
@@ -112,60 +53,96 @@ class EarlyPrune:
             return list(configs)
 
     def _prune(self, configs: list, args: Mapping[str, Any]) -> list:
-        from .arch import load_arch
-        from .prune import KernelTarget, Pruner
+        from .prune_api import build_result
 
-        fn = _jit_function(self.kernel)
-        arch = load_arch(_current_arch(self.arch))
+        kernel = kernel_object(self.kernel)
+        fn, arch = jit_function(kernel), resolve_arch(self.arch)
         signature, constexprs = launch_signature(fn, args)
-        unknown = {k for c in configs for k in getattr(c, "kwargs", {})} - set(fn.arg_names) - {
-            "waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint"}
-        if unknown:
-            raise ValueError(f"configs name parameters the kernel does not have: {', '.join(sorted(unknown))}")
-        key = (arch.name, tuple(sorted(signature.items())), tuple(sorted(constexprs.items(), key=str)),
+        key = (arch.name, tuple(sorted(signature.items(), key=str)), tuple(sorted(constexprs.items(), key=str)),
                tuple(id(c) for c in configs))
-        if key in self._memo:
-            return self._memo[key]
-        source = inspect.getsourcefile(fn.fn)
-        dtypes = sorted({v[1:] for v in signature.values() if isinstance(v, str) and v.startswith("*")})
-        target = KernelTarget(Path(source), fn.fn.__name__, signature, {"name": fn.fn.__name__, "dtypes": dtypes},
-                              frozenset(constexprs))
-        judged = [KernelConfig.from_triton(c).replace(constexprs) for c in configs]
-        pruner = Pruner(target, jobs=None)
-        try:
-            records, _model = pruner.judge_arch(judged, arch, self.compile, {})
-        finally:
-            pruner.close()
-        kept = self._decide(configs, records, constexprs)
-        self._memo[key] = kept
+        if key in self._memo:  # the memo holds the configs too, so their ids stay theirs
+            return self._memo[key][1]
+        with KernelJudge(kernel, arch, signature, constexprs, heuristic_args=args, compile=self.compile) as judge:
+            judged = [judge.prepare(c) for c in configs]
+            judge.check(judged)
+            result = build_result(arch.name, configs, judge.judge(judged), judge.added_names, judge.notes)
+        kept = self._decide(result)
+        self._memo[key] = (configs, kept)
         return kept
 
-    def _decide(self, configs: list, records: list, constexprs: Mapping[str, Any]) -> list:
-        kept, seen = [], set()
-        for original, record in zip(configs, records):
-            verdict = record.verdict
-            codes = ", ".join(d.code for d in verdict.diagnostics if d.severity == "error")
-            if not verdict.rejected:
-                kept.append(original)
-                seen.add(verdict.config.key())
-                continue
-            if self.repair and verdict.repair is not None and verdict.repair.key() not in seen:
-                seen.add(verdict.repair.key())
-                fixed = {k: v for k, v in verdict.repair.to_dict().items() if k not in constexprs}
-                repaired = KernelConfig.from_dict(fixed).to_triton()
-                repaired.pre_hook = getattr(original, "pre_hook", None)
-                kept.append(repaired)
-                log.info("kernelrules: %s repaired to %s (%s)", verdict.config, verdict.repair, codes)
-            else:
-                log.info("kernelrules: %s dropped (%s)", verdict.config, codes)
+    def _decide(self, result: Any) -> list:
+        """The configs to benchmark: kept and repaired ones, else the least bad one (with a warning)."""
+        for rejection in result.rejected:
+            fate = f"repaired to {rejection.repair}" if self.repair and rejection.repair is not None else "dropped"
+            log.info("kernelrules: %s %s (%s)", rejection.config, fate, ", ".join(rejection.codes))
+        kept = result.candidates(repair=self.repair)
         if kept:
             return kept
-        least_bad = min(zip(configs, records), key=lambda pair: sum(d.severity == "error" for d in pair[1].verdict.diagnostics))
+        least_bad = min(result.rejected, key=lambda r: len(r.reasons))
         warnings.warn("kernelrules: every config is rejected; keeping the least bad one so autotuning can go on",
-                      stacklevel=3)
-        return [least_bad[0]]
+                      stacklevel=4)
+        return [least_bad.config]
 
 
 def early_prune(kernel: Any, arch: str | None = None, compile: bool = False, repair: bool = True) -> Callable:
     """A pruner for ``triton.autotune(prune_configs_by={"early_config_prune": ...})`` bound to ``kernel``."""
     return EarlyPrune(kernel, arch=arch, compile=compile, repair=repair)
+
+
+def compose(first: Callable, second: Callable) -> Callable:
+    """An ``early_config_prune`` running ``first`` (the user's) and then ``second`` on what it kept."""
+
+    def early_config_prune(configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list:
+        return second(first(configs, named_args, **kwargs), named_args, **kwargs)
+
+    return early_config_prune
+
+
+def analytic_perf_model(kernel: Any, arch: str | None) -> Callable:
+    """kernelrules' own performance model for ``prune_configs_by["perf_model"]`` (imported on use)."""
+    import importlib
+
+    try:
+        module = importlib.import_module("kernelrules.perf_model")
+    except ModuleNotFoundError as exc:
+        if exc.name != "kernelrules.perf_model":
+            raise
+        module = None
+    if not hasattr(module, "triton_perf_model"):
+        raise KernelrulesError("perf_model=True needs kernelrules.perf_model.triton_perf_model, which this "
+                               "installation does not have", hint="pass a callable of your own as perf_model")
+    return module.triton_perf_model(kernel, arch=arch)
+
+
+def autotune(configs: Sequence[Any], key: Sequence[str], arch: str | None = None, compile: bool = False,
+             repair: bool = True, perf_model: Callable | bool | None = None, top_k: int | float | None = None,
+             prune_configs_by: Mapping[str, Any] | None = None, **triton_autotune_kwargs: Any) -> Callable:
+    """``triton.autotune`` with kernelrules' pruning: a drop-in decorator.
+
+    Every launch with a new tuning key benchmarks only the configs kernelrules keeps for
+    ``arch`` (repaired ones in place of rejected ones with ``repair=True``). A user's own
+    ``prune_configs_by["early_config_prune"]`` runs first and kernelrules' on what it
+    kept. ``perf_model=True`` ranks the survivors with kernelrules' analytic model
+    (``kernelrules.perf_model``), a callable is passed to Triton as is; ``top_k`` (how
+    many to benchmark) goes to Triton too. Any other keyword goes to ``triton.autotune``.
+    """
+    import triton
+
+    by = dict(prune_configs_by or {})
+    if perf_model not in (None, False) and by.get("perf_model") is not None:
+        raise TypeError("perf_model given twice: as an argument and in prune_configs_by")
+    if top_k is not None:
+        by["top_k"] = top_k
+
+    def decorator(fn: Any) -> Any:
+        ours = early_prune(fn, arch=arch, compile=compile, repair=repair)
+        user = by.get("early_config_prune")
+        options = {**by, "early_config_prune": ours if user is None else compose(user, ours)}
+        if perf_model is True:
+            options["perf_model"] = analytic_perf_model(fn, arch)
+        elif callable(perf_model):
+            options["perf_model"] = perf_model
+        return triton.autotune(configs=list(configs), key=list(key), prune_configs_by=options,
+                               **triton_autotune_kwargs)(fn)
+
+    return decorator
