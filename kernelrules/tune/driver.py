@@ -1,0 +1,587 @@
+"""The search loop of ``kernelrules tune``: ask, gate, benchmark, tell; then re-measure the best.
+
+Per candidate, in order, each step able to end it without a benchmark:
+
+1. Optuna proposes parameters (Sobol points first, then TPE or GP; the perf model's
+   best guesses enqueued ahead of them in a new study);
+2. the config outside the space's constraints -> ``outside_space``;
+3. the claim: another trial owns the config -> ``duplicate`` (nothing timed twice);
+4. the rules at the config stage (predicted facts) -> ``rejected`` with the rule codes;
+5. constraints learned from earlier failures -> ``learned``;
+6. the rules at the compiled stage (a cross-compile in the compile pool, in a background
+   thread, overlapping the benchmarks in flight) -> ``rejected``, ``compile_error`` or
+   ``compile_timeout``;
+7. a benchmark worker (one per GPU) compiles, checks against the reference and times
+   it -> ``better``/``slower`` or a failure class.
+
+At the end the best few configs are re-measured interleaved on one GPU together with
+the problem's baseline (the reference implementation) and the winner is named.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import math
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait as wait_connections
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..arch import load_arch
+from ..config import KernelConfig
+from ..errors import KernelrulesError
+from ..space import load_space
+from . import records as rec
+from . import safeexpr
+from .feedback import GAP_CLASSES, TIMED, LearnedConstraints, bottlenecks, summary
+from .gate import Gate, Judgement
+from .problem import ProblemSpec, load_problem, scalar_problem
+from .timing import interleaved
+
+
+@dataclass
+class TuneOptions:
+    """Everything ``kernelrules tune`` takes besides the space file."""
+
+    arch: str | None = None
+    trials: int | None = None
+    time_budget: float | None = None
+    storage: str | None = None
+    study_dir: str | None = None
+    study_name: str | None = None
+    gpus: list[str] | None = None
+    interpret: bool = False
+    seed: int | None = 0
+    jobs: int | None = None
+    compile_timeout: float = 60.0
+    bench_timeout: float = 60.0
+    sampler: str = "auto"
+    stage: str = "compiled"
+    startup_trials: int | None = None
+    top_k: int = 5
+    rounds: int = 5
+    model_seeds: int = 8
+    cache_dir: str | None = None
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    max_spread: float = 0.05
+    lookahead: int = 2
+    grace: float = 120.0
+    max_duplicates: int = 200
+    seeder: Callable[..., list] | None = None
+    on_record: Callable[[dict], None] | None = None
+    on_progress: Callable[[dict], None] | None = None
+
+
+@dataclass
+class Candidate:
+    trial: Any
+    config: KernelConfig
+    key: str
+    judgement: Judgement | None = None
+
+
+@dataclass
+class TuneResult:
+    """What a run produced: this run's records and the study's summary (plain JSON)."""
+
+    records: list[dict]
+    summary: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mapping[str, Any], count: int,
+                     model: Any = None) -> list[KernelConfig]:
+    """The ``count`` configs the perf model estimates fastest (none when it cannot judge them)."""
+    try:
+        from ..perf_model import estimate
+    except ImportError:
+        return []
+    scored = []
+    for config in configs:
+        try:
+            scored.append((float(estimate(config, arch, problem, model=model).seconds), config))
+        except Exception:  # noqa: BLE001 - not a matmul-like kernel, or a config it cannot read
+            continue
+    scored.sort(key=lambda pair: pair[0])
+    return [config for _seconds, config in scored[:count]]
+
+
+class Tuner:
+    """One ``kernelrules tune`` run (see the module docstring)."""
+
+    def __init__(self, space_path: str | Path, options: TuneOptions) -> None:
+        self.options = options
+        self.space = load_space(space_path)
+        self.spec: ProblemSpec = load_problem(self.space)
+        self.arch = load_arch(_arch_name(options))
+        self.configs = list(self.space.configs())
+        if not self.configs:
+            raise KernelrulesError("the space has no configs (after its constraints)", path=str(self.space.path))
+        self.space_keys = {_key(c) for c in self.configs}
+        self.flops = self.spec.flop_count()
+        self.notes: list[str] = []
+        self.records: list[dict] = []
+        self.learned = LearnedConstraints()
+        self.best_ms: float | None = None
+        self.previous_ms: float | None = None
+        self.started = time.monotonic()
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        from .study import Claims, Heartbeat, ParamCodec, make_sampler, open_storage, recover, storage_url
+        import optuna
+
+        o = self.options
+        self.codec = ParamCodec(self.space)
+        self.url = storage_url(o.storage, self.space.path, Path(o.study_dir) if o.study_dir else None)
+        self.storage = open_storage(self.url)
+        self.study_name = o.study_name or default_study_name(self.space, self.spec, self.arch, o.interpret)
+        startup = o.startup_trials if o.startup_trials is not None else max(4, min(16, (o.trials or 64) // 5))
+        sampler = make_sampler(o.sampler, self.codec, seed=o.seed, n_startup=startup)
+        self.study = optuna.create_study(storage=self.storage, study_name=self.study_name, direction="minimize",
+                                         sampler=sampler, load_if_exists=True)
+        self._check_study_attrs()
+        self.claims = Claims(self.storage, self.study_name)
+        recovered = recover(self.study, self.claims, grace=o.grace)
+        if recovered:
+            self.notes.append(f"resumed: {len(recovered)} interrupted trial(s) queued again ({recovered})")
+        for record in _records(self.study):
+            self.learned.observe(record)
+            if record.get("status") in TIMED and record.get("ms"):
+                self.best_ms = record["ms"] if self.best_ms is None else min(self.best_ms, record["ms"])
+        self.heartbeat = Heartbeat(self.study).start()
+
+    def _check_study_attrs(self) -> None:
+        attrs = self.study.user_attrs
+        identity = {"kernel": f"{Path(self.spec.kernel_path).name}:{self.spec.kernel_name}", "arch": self.arch.name,
+                    "sizes": self.spec.sizes, "space": {k: list(v) for k, v in self.space.space.items()},
+                    "fixed": dict(self.space.fixed), "interpret": self.options.interpret}
+        if "kr_identity" in attrs and attrs["kr_identity"] != identity:
+            raise KernelrulesError(f"study {self.study_name!r} in {self.url} was made for another kernel, space, "
+                                   f"problem or architecture", hint="pass another --study-name")
+        if "kr_identity" not in attrs:
+            flat = self.arch.flat()
+            self.study.set_user_attr("kr_identity", identity)
+            self.study.set_user_attr("kr_meta", {
+                "space_file": self.space.path.name, "space_size": len(self.configs), "flops": self.flops,
+                "bytes": self.spec.byte_count(), "dtype": self.spec.precision_dtype(),
+                "arch": self.arch.name, "sku": getattr(self.arch, "sku", None),
+                "peaks": {k: flat[k] for k in flat if k.endswith(("_tflops_dense", "_tflops", "bandwidth_gbps"))},
+                "interpret": self.options.interpret, "sizes": self.spec.sizes})
+
+    def _workers(self) -> list:
+        from .worker import BenchWorker, WorkerError, WorkerSettings
+
+        o = self.options
+        gpus = o.gpus or ["0"]
+        cache = None if o.interpret else str(Path(self.url_folder()) / "triton-cache")
+        workers = []
+        for index, gpu in enumerate(gpus):
+            settings = WorkerSettings(spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret,
+                                      triton_cache_dir=cache, warmup_ms=o.warmup_ms, rep_ms=o.rep_ms,
+                                      max_spread=o.max_spread, l2_bytes=int(self.arch.flat().get("l2_bytes") or 0))
+            workers.append(BenchWorker(index, settings, compile_timeout=o.compile_timeout,
+                                       bench_timeout=o.bench_timeout))
+        for worker in workers:
+            worker.start()
+        try:
+            for worker in workers:
+                worker.wait_ready()
+        except WorkerError as exc:
+            for worker in workers:
+                worker.kill()
+            raise KernelrulesError(str(exc), path=str(self.space.path)) from None
+        return workers
+
+    def url_folder(self) -> str:
+        if self.url.startswith("sqlite:///"):
+            return str(Path(self.url[len("sqlite:///"):]).parent)
+        return str(Path(self.options.study_dir or self.space.path.parent))
+
+    def _seed(self) -> None:
+        o = self.options
+        if self.study.trials or o.model_seeds <= 0 or o.sampler == "grid":
+            return
+        passing = [c for c in self.configs if self.gate.at_config_stage(c).passed]
+        seeder = o.seeder or perf_model_seeds
+        try:
+            seeds = seeder(passing, self.arch, scalar_problem(self.space.problem), o.model_seeds,
+                           model=getattr(self.gate, "model", None))
+        except TypeError:
+            seeds = seeder(passing, self.arch, scalar_problem(self.space.problem), o.model_seeds)
+        for config in seeds:
+            self.study.enqueue_trial(self.codec.encode(config.to_dict()), user_attrs={"kr_seeded": "perf_model"})
+        if seeds:
+            self.notes.append(f"{len(seeds)} configs from the perf model queued first")
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> TuneResult:
+        o = self.options
+        from ..cache import ResultCache
+
+        cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
+        self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout, cache=cache)
+        workers: list = []
+        executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelrules-gate")
+        self.inflight: dict[int, Candidate] = {}
+        try:
+            self._open()
+            judged = self.gate.prejudge(self.configs)
+            rejected = [j for j in judged.values() if not j.passed]
+            self.config_stage = {"space": len(self.configs), "rejected": len(rejected),
+                                 "codes": dict(collections.Counter(c for j in rejected for c in j.codes))}
+            self.study.set_user_attr("kr_config_stage", self.config_stage)
+            self._seed()
+            workers = self._workers()
+            self.workers = workers
+            self._loop(workers, executor)
+            final = self._final(workers[0]) if workers else None
+            return self._result(final)
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+            self._abandon()
+            for worker in workers:
+                worker.stop()
+            if hasattr(self, "heartbeat"):
+                self.heartbeat.stop()
+            self.gate.close()
+
+    def _budget_left(self) -> bool:
+        o = self.options
+        if o.time_budget is not None and time.monotonic() - self.started >= o.time_budget:
+            return False
+        claimed = self.claims.count()
+        if claimed >= len(self.configs):
+            return False
+        return o.trials is None or claimed < o.trials
+
+    def _loop(self, workers: list, executor: Any) -> None:
+        pending: collections.deque[Candidate] = collections.deque()
+        to_compile: list[Candidate] = []
+        compiling: tuple[list[Candidate], Any] | None = None
+        duplicates_in_a_row = 0
+        asking = True
+        while True:
+            capacity = len(workers) + self.options.lookahead
+            while asking and len(pending) + len(to_compile) + (len(compiling[0]) if compiling else 0) < capacity:
+                if not self._budget_left() or duplicates_in_a_row >= self.options.max_duplicates:
+                    if duplicates_in_a_row >= self.options.max_duplicates:
+                        self.notes.append(f"stopped: {duplicates_in_a_row} proposals in a row were configs "
+                                          f"already judged (the sampler has converged)")
+                    asking = False
+                    break
+                candidate, new = self._ask()
+                duplicates_in_a_row = 0 if new else duplicates_in_a_row + 1
+                if candidate is None:
+                    continue
+                if self.options.stage == "compiled":
+                    to_compile.append(candidate)
+                else:
+                    pending.append(candidate)
+            if compiling is None and to_compile:
+                batch, to_compile = to_compile, []
+                compiling = (batch, executor.submit(self.gate.compiled, [c.config for c in batch]))
+            if compiling is not None and compiling[1].done():
+                batch, future = compiling
+                compiling = None
+                for candidate, judgement in zip(batch, future.result()):
+                    if self._after_compile(candidate, judgement):
+                        pending.append(candidate)
+            for worker in workers:
+                if not worker.busy and pending:
+                    worker.ensure_ready()
+                    candidate = pending.popleft()
+                    worker.send(("evaluate", candidate.config.to_dict()), candidate)
+            busy = [w for w in workers if w.busy]
+            if not busy and not pending and not to_compile and compiling is None and not asking:
+                return
+            if busy:
+                timeout = 0.05 if compiling is not None or to_compile else 0.5
+                ready = wait_connections([w.conn for w in busy], timeout=timeout)
+                for worker in busy:
+                    if worker.conn in ready:
+                        done = worker.handle()
+                        if done is not None and done[0] is not None:
+                            self._benchmarked(done[0], done[1], worker)
+                    done = worker.expire()
+                    if done is not None and done[0] is not None:
+                        self._benchmarked(done[0], done[1], worker)
+            elif compiling is not None:
+                concurrent.futures.wait([compiling[1]], timeout=0.5)
+
+    def _ask(self) -> tuple[Candidate | None, bool]:
+        """Ask Optuna for one trial and take it as far as the config-stage gate; (candidate, was new)."""
+        from .study import worker_id
+
+        trial = self.study.ask(self.codec.distributions)
+        values = self.codec.decode(trial.params)
+        config = KernelConfig.from_dict(values)
+        key = _key(config)
+        trial.set_user_attr("kr_config", values)
+        trial.set_user_attr("kr_worker", worker_id())
+        trial.set_user_attr("kr_heartbeat", time.time())
+        self.heartbeat.add(trial.number, trial._trial_id)
+        self.inflight[trial.number] = candidate = Candidate(trial, config, key)
+        if key not in self.space_keys:
+            self._finish(candidate, "outside_space", error="violates the space's constraints")
+            return None, False
+        owner = self.claims.claim(key, trial.number)
+        if owner != trial.number:
+            self._duplicate(candidate, owner)
+            return None, False
+        judgement = self.gate.at_config_stage(config)
+        candidate.judgement = judgement
+        if not judgement.passed:
+            self._finish(candidate, "rejected", stage="config", codes=judgement.codes,
+                         error="; ".join(judgement.messages), facts=judgement.facts, repair=judgement.repair)
+            return None, True
+        learned = self.learned.reason(judgement.facts)
+        if learned:
+            self._finish(candidate, "learned", stage="config", error=learned, facts=judgement.facts)
+            return None, True
+        return candidate, True
+
+    def _after_compile(self, candidate: Candidate, judgement: Judgement) -> bool:
+        """Record a compiled-stage rejection; True when the candidate goes on to a benchmark."""
+        candidate.judgement = judgement
+        if judgement.passed:
+            return True
+        if "CMP002" in judgement.codes:
+            status = "compile_timeout"
+        elif "CMP001" in judgement.codes:
+            status = "compile_error"
+        else:
+            status = "rejected"
+        error = str(judgement.facts.get("compile_message") or "") if status != "rejected" else ""
+        self._finish(candidate, status, stage="compile", codes=judgement.codes,
+                     error=summary(error or "; ".join(judgement.messages)), facts=judgement.facts)
+        return False
+
+    def _benchmarked(self, candidate: Candidate, result: Mapping[str, Any], worker: Any) -> None:
+        facts = dict(candidate.judgement.facts) if candidate.judgement else {}
+        facts.update({f"launch_{k}": v for k, v in (result.get("launch_facts") or {}).items()})
+        status = result.get("status", "crash")
+        gpu = worker.settings.gpu
+        if status != "ok":
+            self._finish(candidate, status, stage="launch", error=result.get("error"), facts=facts, gpu=gpu,
+                         checks=result.get("checks"))
+            return
+        timing = result["timing"]
+        self._finish(candidate, "timed", stage="timed", facts=facts, gpu=gpu, timing=timing,
+                     checks=result.get("checks"), compile_seconds=result.get("compile_seconds"))
+
+    # -- records --------------------------------------------------------------------------
+
+    def _finish(self, candidate: Candidate, status: str, *, stage: str | None = None, codes: Sequence[str] = (),
+                error: str | None = None, facts: Mapping[str, Any] | None = None, timing: Mapping | None = None,
+                gpu: str | None = None, **extra: Any) -> dict:
+        from .study import worker_id
+
+        values = candidate.config.to_dict()
+        record: dict[str, Any] = {
+            "trial": candidate.trial.number, "status": status, "config": values,
+            "config_text": str(candidate.config), "key": candidate.key, "stage": stage, "rule_codes": list(codes),
+            "error": error, "ms": None, "tflops": None, "spread": None, "vs_best": None, "vs_previous": None,
+            "bottleneck": [], "facts": dict(facts or {}), "worker": worker_id(), "gpu": gpu,
+            "elapsed_s": round(time.monotonic() - self.started, 3),
+            "seeded": candidate.trial.user_attrs.get("kr_seeded"),
+        }
+        record.update({k: v for k, v in extra.items() if v is not None})
+        feasible = False
+        if timing is not None:
+            ms = float(timing["ms"])
+            record.update(ms=ms, spread=timing.get("spread"), timing=dict(timing))
+            if self.flops:
+                record["tflops"] = self.flops / (ms * 1e-3) / 1e12
+            record["vs_best"] = None if self.best_ms is None else ms / self.best_ms
+            record["vs_previous"] = None if self.previous_ms is None else ms / self.previous_ms
+            record["status"] = "better" if self.best_ms is None or ms < self.best_ms else "slower"
+            self.best_ms = ms if self.best_ms is None else min(self.best_ms, ms)
+            self.previous_ms = ms
+            feasible = True
+        if status in ("timed", "wrong_result", *GAP_CLASSES) or (status == "rejected" and stage == "compile"):
+            warnings = candidate.judgement.warnings if candidate.judgement else []
+            record["bottleneck"] = bottlenecks(record["facts"], values, self.arch, self._programs(values), warnings)
+        self.learned.observe(record)
+        self._tell(candidate, record, feasible)
+        return record
+
+    def _duplicate(self, candidate: Candidate, owner: int) -> None:
+        from optuna.trial import TrialState
+
+        trials = {t.number: t for t in self.study.get_trials(deepcopy=False)}
+        original = trials.get(owner)
+        record = {"trial": candidate.trial.number, "status": "duplicate", "duplicate_of": owner,
+                  "config": candidate.config.to_dict(), "config_text": str(candidate.config), "key": candidate.key}
+        if original is not None and original.state == TrialState.COMPLETE:
+            feasible = bool(original.user_attrs.get("kr_feasible"))
+            self._tell(candidate, record, feasible, value=original.value)
+        else:
+            self._tell(candidate, record, False, state=TrialState.FAIL)
+
+    def _tell(self, candidate: Candidate, record: dict, feasible: bool, value: float | None = None,
+              state: Any = None) -> None:
+        from optuna.trial import TrialState
+
+        trial = candidate.trial
+        trial.set_user_attr("kr_record", record)
+        trial.set_user_attr("kr_feasible", feasible)
+        if state == TrialState.FAIL:
+            self.study.tell(trial, state=TrialState.FAIL)
+        else:
+            if value is None:
+                value = record["ms"] if feasible else math.inf
+            self.study.tell(trial, value)
+        self.heartbeat.remove(trial.number)
+        self.inflight.pop(trial.number, None)
+        self.records.append(record)
+        if record["status"] != "duplicate" and self.options.on_record:
+            self.options.on_record(record)
+        if self.options.on_progress:
+            self.options.on_progress({"judged": self.claims.count(), "total": self._target(), "best_ms": self.best_ms,
+                                      "record": record})
+
+    def _target(self) -> int:
+        return min(len(self.configs), self.options.trials or len(self.configs))
+
+    def _programs(self, config: Mapping[str, Any]) -> int | None:
+        if not self.spec.grid:
+            return None
+        try:
+            env = {**self.spec.values, **config, **self.spec.sizes}
+            total = 1
+            for expr in self.spec.grid:
+                total *= int(safeexpr.evaluate(expr, env, torch_allowed=False))
+            return total
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _abandon(self) -> None:
+        """Trials still in flight when the run stops early: failed, released and queued again."""
+        from optuna.trial import TrialState
+
+        for number, candidate in list(getattr(self, "inflight", {}).items()):
+            try:
+                self.study.tell(candidate.trial, state=TrialState.FAIL)
+                self.claims.release(number)
+                self.study.enqueue_trial(dict(candidate.trial.params), user_attrs={"kr_retry_of": number})
+            except Exception:  # noqa: BLE001 - the next run's recovery handles what is left
+                pass
+            self.inflight.pop(number, None)
+
+    # -- the end --------------------------------------------------------------------------
+
+    def _final(self, worker: Any) -> dict[str, Any] | None:
+        """Re-measure the best configs and the baseline, interleaved, on one worker; name the winner."""
+        o = self.options
+        records = _records(self.study)
+        top = rec.best(records, o.top_k)
+        if not top:
+            return None
+        candidates: list[Any] = [("time", r["config"]) for r in top] + [("baseline",)]
+
+        def time_one(request: Any) -> float | None:
+            result = _call(worker, request)
+            if result.get("status") != "ok":
+                return None
+            return float(result["timing"]["ms"])
+
+        rounds = interleaved(candidates, time_one, max(1, o.rounds))
+        finals = []
+        for i, r in enumerate(top):
+            times = rounds[i]
+            if times:
+                finals.append({"trial": r["trial"], "config": r["config"], "config_text": r.get("config_text"),
+                               "ms": sorted(times)[len(times) // 2], "rounds_ms": times, "search_ms": r["ms"]})
+        baseline_times = rounds[len(top)]
+        finals.sort(key=lambda f: f["ms"])
+        from .study import worker_id
+
+        final = {"top": finals, "winner": finals[0] if finals else None, "rounds": max(1, o.rounds),
+                 "baseline_ms": sorted(baseline_times)[len(baseline_times) // 2] if baseline_times else None,
+                 "baseline": self.spec.baseline or ("harness" if self.spec.harness else
+                                                    next(iter(self.spec.reference.values()), None)),
+                 "device": worker.info.get("device"), "by": worker_id(), "interpret": o.interpret,
+                 "time": time.time()}
+        self.study.set_user_attr("kr_final", final)
+        return final
+
+    def _result(self, final: dict | None) -> TuneResult:
+        records = _records(self.study)
+        summary_ = {
+            "study": self.study_name, "storage": self.url, "arch": self.arch.name, "interpret": self.options.interpret,
+            "timings_meaningful": not self.options.interpret, "space_file": str(self.space.path),
+            "funnel": rec.funnel(records, len(self.configs)), "rejected_codes": rec.rejected_codes(records),
+            "config_stage": self.config_stage, "best": [_brief(r) for r in rec.best(records, 10)],
+            "final": final, "gaps": rec.gaps(records), "learned": self.learned.describe(), "flops": self.flops,
+            "elapsed_s": round(time.monotonic() - self.started, 3),
+        }
+        winner = (final or {}).get("winner") or (summary_["best"][0] if summary_["best"] else None)
+        if winner:
+            summary_["winner"] = {"config": winner["config"], "ms": winner["ms"],
+                                  "triton_config": rec.triton_config_line(winner["config"])}
+        return TuneResult(self.records, summary_, self.notes)
+
+
+def _call(worker: Any, request: tuple, poll: float = 0.5) -> dict:
+    """One blocking request to a worker (restarting it on death or time-out)."""
+    worker.ensure_ready()
+    worker.send(request, "final")
+    while True:
+        if worker.conn.poll(poll):
+            done = worker.handle()
+            if done is not None:
+                return done[1]
+        done = worker.expire()
+        if done is not None:
+            return done[1]
+
+
+def _records(study: Any) -> list[dict]:
+    from .study import load_records
+
+    return load_records(study)
+
+
+def _brief(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: record.get(k) for k in ("trial", "config", "config_text", "ms", "tflops", "spread", "bottleneck")}
+
+
+def _key(config: KernelConfig) -> str:
+    from .study import config_key
+
+    return config_key(config)
+
+
+def _arch_name(options: TuneOptions) -> str:
+    import os
+
+    if options.arch:
+        return options.arch
+    if os.environ.get("KERNELRULES_ARCH"):
+        return os.environ["KERNELRULES_ARCH"]
+    if options.interpret:
+        raise KernelrulesError("--interpret needs --arch (there is no GPU to ask)", hint="e.g. --arch hopper")
+    try:
+        import torch
+
+        major, minor = torch.cuda.get_device_capability()
+    except Exception:  # noqa: BLE001
+        raise KernelrulesError("no GPU found to take the architecture from", hint="pass --arch, or --interpret") from None
+    return f"sm_{major}{minor}"
+
+
+def default_study_name(space: Any, spec: ProblemSpec, arch: Any, interpret: bool) -> str:
+    sizes = "-".join(f"{k}{v}" for k, v in spec.sizes.items())
+    name = f"{space.kernel_name}-{arch.name}" + (f"-{sizes}" if sizes else "")
+    return name + ("-interpret" if interpret else "")
+
+
+def tune(space: str | Path, **options: Any) -> TuneResult:
+    """Python API of ``kernelrules tune``: ``tune("matmul.tune.yaml", arch="hopper", trials=100)``."""
+    return Tuner(space, TuneOptions(**options)).run()

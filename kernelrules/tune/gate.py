@@ -1,0 +1,105 @@
+"""The rules gate: every candidate is judged before it may cost a benchmark.
+
+1. **Config stage**, for the whole space at start (tens of thousands of configs a
+   second after the resource model's probe compiles): the rules plus predicted facts
+   (:class:`kernelrules.prune.Pruner`). A rejected candidate is recorded with its rule
+   codes and never launched.
+2. **Compiled stage**, per candidate: the config is cross-compiled for the target
+   architecture in the shared :class:`kernelrules.pool.CompilePool` (time-limited,
+   results in the shared :class:`kernelrules.cache.ResultCache`) and judged again on its
+   compiled facts. With a shared Triton cache directory, the benchmark worker's own
+   JIT compile of the same config is then a cache hit.
+
+The driver runs the compiled stage in a background thread, so compiles of upcoming
+candidates overlap the benchmark of the current one.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..cache import ResultCache
+from ..config import KernelConfig
+from ..facts import compiled_facts
+from ..prune import KernelTarget, Pruner, check_target
+from ..space import Space
+from .problem import scalar_problem
+
+
+@dataclass
+class Judgement:
+    """The rules' verdict on one candidate."""
+
+    passed: bool
+    stage: str
+    codes: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    repair: dict[str, Any] | None = None
+    compile_status: str | None = None
+
+
+def _judgement(verdict: Any, facts: Mapping[str, Any], stage: str) -> Judgement:
+    errors = [d for d in verdict.diagnostics if d.severity == "error"]
+    warnings = [f"{d.code} {d.name}" for d in verdict.diagnostics if d.severity == "warning"]
+    status = facts.get("compile_status")
+    return Judgement(passed=not errors, stage=stage, codes=[d.code for d in errors],
+                     messages=[f"{d.code} {d.message}" for d in errors], warnings=warnings,
+                     facts={k: v for k, v in facts.items() if isinstance(v, (int, float, str, bool)) or v is None},
+                     repair=None if verdict.repair is None else verdict.repair.to_dict(),
+                     compile_status=status if isinstance(status, str) else None)
+
+
+class Gate:
+    """Judges candidates for one architecture: config stage up front, compiled stage on demand."""
+
+    def __init__(self, space: Space, arch: Any, *, stage: str = "compiled", jobs: int | None = None,
+                 timeout: float = 60.0, cache: ResultCache | None = None, triton_cache_dir: str | None = None) -> None:
+        self.space, self.arch, self.stage = space, arch, stage
+        self.problem = scalar_problem(space.problem)
+        self.target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
+                                   frozenset(space.fixed))
+        self.pruner = Pruner(self.target, jobs=jobs, timeout=timeout, cache=cache if cache is not None else ResultCache())
+        if triton_cache_dir:
+            self.pruner.pool.triton_cache_dir = triton_cache_dir
+        self.timeout = timeout
+        self.config_stage: dict[tuple, Judgement] = {}
+        self.model: Any = None  # the resource model learned by prejudge (the perf model uses it)
+        self._lock = threading.Lock()
+
+    def prejudge(self, configs: Sequence[KernelConfig]) -> dict[tuple, Judgement]:
+        """Judge the whole space at the config stage (learns the resource model first)."""
+        check_target(self.target, list(configs), [self.arch])
+        records, self.model = self.pruner.judge_arch(list(configs), self.arch, False, self.problem)
+        self.config_stage = {r.verdict.config.key(): _judgement(r.verdict, r.facts, "config") for r in records}
+        return self.config_stage
+
+    def at_config_stage(self, config: KernelConfig) -> Judgement:
+        found = self.config_stage.get(config.key())
+        if found is None:  # not prejudged (a config from outside the space): judge it now
+            verdict = self.pruner.engine.check(config, self.arch, kernel=dict(self.target.kernel_info),
+                                               problem=self.problem)
+            found = _judgement(verdict, {}, "config")
+        return found
+
+    def compiled(self, configs: Sequence[KernelConfig]) -> list[Judgement]:
+        """Compile and judge on compiled facts (thread-safe: one batch at a time)."""
+        if not configs:
+            return []
+        with self._lock:
+            results = self.pruner.compile_many(list(configs), self.arch, "compiling")
+        out = []
+        for config, result in zip(configs, results):
+            predicted = self.config_stage.get(config.key())
+            facts = compiled_facts(result, self.arch, num_warps=config.num_warps or 4, timeout=self.timeout,
+                                   predicted=predicted.facts if predicted else None)
+            verdict = self.pruner.engine.check(config, self.arch, kernel=dict(self.target.kernel_info), facts=facts,
+                                               problem=self.problem, repair=False, stage="compiled")
+            out.append(_judgement(verdict, facts, "compiled"))
+        return out
+
+    def close(self) -> None:
+        self.pruner.close()

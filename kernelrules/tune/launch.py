@@ -1,0 +1,213 @@
+"""Run a kernel for tuning (inside a benchmark worker): build inputs, launch, compute references.
+
+This module imports torch and the user's kernel module: tuning runs the kernel, so
+it must. It is imported only in the benchmark workers (and in tests).
+
+A problem is either declared in the space file (:class:`DeclaredRunner`: tensors,
+arguments, grid and reference as checked expressions) or a user's harness class
+(:class:`HarnessRunner`, ``harness: file.py:Name``) with this interface::
+
+    class Name:
+        outputs = ["c"]                               # names of the output tensors
+        def __init__(self, sizes: dict, device: str): ...
+        def make(self, seed: int) -> dict:            # every tensor (inputs and outputs) by name
+        def launch(self, kernel, tensors: dict, config: dict) -> None:
+            # config: the constexprs plus num_warps / num_stages (kernel[grid](..., **config))
+        def reference(self, tensors: dict) -> dict:   # expected outputs, ideally in float64
+        def baseline(self, tensors: dict) -> None:    # optional: timed as the reference implementation
+        def reference_lowp(self, tensors) -> dict:    # optional: the reference in the problem's precision
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from . import safeexpr
+from .correctness import poison
+from .problem import TORCH_DTYPES, ProblemSpec
+
+_LOADED: dict[str, Any] = {}
+
+
+def load_module(path: str) -> Any:
+    """Import a Python file by path (its folder goes on sys.path for its own imports)."""
+    path = str(Path(path).resolve())
+    if path in _LOADED:
+        return _LOADED[path]
+    folder = str(Path(path).parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = f"_kernelrules_tune_{abs(hash(path)):x}_{Path(path).stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    _LOADED[path] = module
+    return module
+
+
+def load_kernel(path: str, name: str) -> Any:
+    """The kernel object, with any @triton.autotune wrapper removed (tune picks the config)."""
+    obj = getattr(load_module(path), name)
+    from triton.runtime.autotuner import Autotuner
+
+    while isinstance(obj, Autotuner):
+        obj = obj.fn
+    return obj
+
+
+def launch_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A flat config as keyword arguments of a launch (constexprs and launch options)."""
+    return {k: v for k, v in config.items() if v is not None}
+
+
+class DeclaredRunner:
+    """A problem declared in the space file."""
+
+    def __init__(self, spec: ProblemSpec, device: str) -> None:
+        import torch
+
+        self.torch, self.spec, self.device = torch, spec, device
+        self.kernel = load_kernel(spec.kernel_path, spec.kernel_name)
+        self.outputs = list(spec.outputs)
+        self._reference = {k: safeexpr.parse(v) for k, v in spec.reference.items()}
+        self._args = {k: safeexpr.parse(v) for k, v in spec.args.items()}
+        self._grid = [safeexpr.parse(g, torch_allowed=False) for g in spec.grid]
+        self._baseline = safeexpr.parse(spec.baseline) if spec.baseline else None
+
+    def make(self, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
+        torch = self.torch
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        tensors = {}
+        for name, tensor in self.spec.inputs.items():
+            shape = self.spec.shape(tensor, sizes)
+            dtype = getattr(torch, TORCH_DTYPES[tensor.dtype])
+            tensors[name] = _fill(torch, tensor.init, shape, dtype, self.device, generator)
+        for name, tensor in self.spec.outputs.items():
+            shape = self.spec.shape(tensor, sizes)
+            tensors[name] = torch.empty(shape, dtype=getattr(torch, TORCH_DTYPES[tensor.dtype]), device=self.device)
+        return tensors
+
+    def _env(self, tensors: Mapping[str, Any], sizes: Mapping[str, int], config: Mapping[str, Any]) -> dict:
+        return {**self.spec.values, **config, **sizes, **tensors}
+
+    def launch(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int],
+               warmup: bool = False) -> Any:
+        """Launch (or, with ``warmup``, only compile) the kernel; returns what Triton returns."""
+        env = self._env(tensors, sizes, config)
+        args = {}
+        for name in self.spec.kernel_args:
+            if name in self._args:
+                args[name] = self._args[name].evaluate(env)
+            elif name in tensors:
+                args[name] = tensors[name]
+            else:
+                args[name] = sizes[name]
+        grid = tuple(int(g.evaluate(env)) for g in self._grid)
+        if warmup:
+            return self.kernel.warmup(**args, grid=grid, **launch_options(config))
+        return self.kernel[grid](**args, **launch_options(config))
+
+    def reference(self, tensors: Mapping[str, Any], sizes: Mapping[str, int], precise: bool = True) -> dict[str, Any]:
+        torch = self.torch
+        inputs = {n: tensors[n] for n in self.spec.inputs}
+        if precise:
+            inputs = {n: t.double() if t.dtype.is_floating_point else t for n, t in inputs.items()}
+        env = {**self.spec.values, **sizes, **inputs}
+        out = {}
+        for name, expr in self._reference.items():
+            value = expr.evaluate(env)
+            if not isinstance(value, torch.Tensor):
+                value = torch.as_tensor(value, device=self.device)
+            out[name] = value.double() if precise and value.dtype.is_floating_point else value
+        return out
+
+    def baseline(self, tensors: Mapping[str, Any], sizes: Mapping[str, int]) -> Callable[[], Any]:
+        expr = self._baseline or next(iter(self._reference.values()))
+        env = {**self.spec.values, **sizes, **tensors}
+        return lambda: expr.evaluate(env)
+
+
+class HarnessRunner:
+    """A problem run by the user's harness class."""
+
+    def __init__(self, spec: ProblemSpec, device: str) -> None:
+        import torch
+
+        self.torch, self.spec, self.device = torch, spec, device
+        self.kernel = load_kernel(spec.kernel_path, spec.kernel_name)
+        path, name = spec.harness  # type: ignore[misc]
+        self.cls = getattr(load_module(path), name)
+        self._instances: dict[tuple, Any] = {}
+        self.outputs = list(getattr(self.cls, "outputs", []) or [])
+        if not self.outputs:
+            raise ValueError(f"harness {name} has no 'outputs' list")
+
+    def _harness(self, sizes: Mapping[str, int]) -> Any:
+        key = tuple(sorted(sizes.items()))
+        if key not in self._instances:
+            self._instances[key] = self.cls(dict(sizes), self.device)
+        return self._instances[key]
+
+    def make(self, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
+        return dict(self._harness(sizes).make(seed))
+
+    def launch(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int],
+               warmup: bool = False) -> Any:
+        return self._harness(sizes).launch(self.kernel, tensors, launch_options(config))
+
+    def reference(self, tensors: Mapping[str, Any], sizes: Mapping[str, int], precise: bool = True) -> dict[str, Any]:
+        harness = self._harness(sizes)
+        if not precise:
+            method = getattr(harness, "reference_lowp", None)
+            if method is None:
+                return {}
+            return _as_outputs(method(tensors), self.outputs)
+        result = _as_outputs(harness.reference(tensors), self.outputs)
+        return {k: v.double() if v.dtype.is_floating_point else v for k, v in result.items()}
+
+    def baseline(self, tensors: Mapping[str, Any], sizes: Mapping[str, int]) -> Callable[[], Any]:
+        harness = self._harness(sizes)
+        method = getattr(harness, "baseline", None)
+        if method is None:
+            return lambda: harness.reference(tensors)
+        return lambda: method(tensors)
+
+
+def _as_outputs(value: Any, names: list[str]) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, (tuple, list)):
+        return dict(zip(names, value))
+    return {names[0]: value}
+
+
+def _fill(torch: Any, init: str, shape: tuple, dtype: Any, device: str, generator: Any) -> Any:
+    if init == "zeros":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    if init == "ones":
+        return torch.ones(shape, dtype=dtype, device=device)
+    if init == "arange":
+        count = 1
+        for extent in shape:
+            count *= extent
+        return torch.arange(count, device=device).reshape(shape).to(dtype)
+    if init == "randint" or not (dtype.is_floating_point):
+        low, high = (0, 2) if dtype == torch.bool else (-4, 5)
+        return torch.randint(low, high, shape, generator=generator, device=device).to(dtype)
+    if init == "rand":
+        return torch.rand(shape, generator=generator, device=device, dtype=torch.float32).to(dtype)
+    return torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(dtype)
+
+
+def make_runner(spec: ProblemSpec, device: str) -> Any:
+    """The runner of a problem: the user's harness when the space names one."""
+    return HarnessRunner(spec, device) if spec.harness else DeclaredRunner(spec, device)
+
+
+def poison_outputs(runner: Any, tensors: Mapping[str, Any]) -> None:
+    for name in runner.outputs:
+        poison(tensors[name])

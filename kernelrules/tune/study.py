@@ -1,0 +1,378 @@
+"""The Optuna study is the experiment log: parameters, samplers, storage, claims and resume.
+
+* **Parameters.** Each searched key with more than one value is one Optuna
+  parameter. Numeric lists are *ordinal*: the parameter is the position in the
+  sorted list (an ``IntDistribution``), so TPE, GP and Sobol sampling see the order
+  (``BLOCK_M`` 16 < 32 < 64); other lists are categorical. The config itself is
+  the trial's user attribute ``kr_config``, its record ``kr_record``.
+* **Storage.** SQLite by default (WAL journal, a generous busy time-out), any
+  SQLAlchemy URL otherwise (``postgresql://...``). Every trial is written when it is
+  asked and when it is told, so a killed run loses at most the trials in flight,
+  and those are recovered (below).
+* **Claims.** A table ``kernelrules_claims`` in the same database holds one row per
+  (study, config): inserting it is atomic on SQLite and PostgreSQL alike, so of two
+  workers that draw the same config only one times it; the other records a
+  ``duplicate`` of the owner's trial. Nothing is timed twice.
+* **Resume.** A RUNNING trial whose driver is gone (its pid is dead on this host, or
+  its heartbeat is older than the grace period) is failed, its claim released and its
+  config enqueued again, so the next run times it: no trial is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..config import KernelConfig
+from ..errors import KernelrulesError
+from ..space import Space
+
+try:
+    import optuna
+    from optuna.samplers import BaseSampler
+except ImportError:  # pragma: no cover - the [tune] extra is missing
+    raise KernelrulesError("kernelrules tune needs optuna", hint="pip install 'kernelrules[tune]'") from None
+
+import warnings as _warnings
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+_warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+HEARTBEAT_SECONDS = 10.0
+GRACE_SECONDS = 120.0
+
+
+def config_key(config: KernelConfig | Mapping[str, Any]) -> str:
+    """A stable text key of a config (the claim and dedup key)."""
+    values = config.to_dict() if isinstance(config, KernelConfig) else dict(config)
+    return json.dumps(values, sort_keys=True, separators=(",", ":"))
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _numeric(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+class ParamCodec:
+    """Configs of a space <-> Optuna parameters (ordinal positions for numeric lists)."""
+
+    def __init__(self, space: Space) -> None:
+        from optuna.distributions import CategoricalDistribution, IntDistribution
+
+        self.space = space
+        self.fixed = {**space.fixed, **{k: v[0] for k, v in space.space.items() if len(v) == 1}}
+        self.values: dict[str, list[Any]] = {}
+        self.distributions: dict[str, Any] = {}
+        for key, values in space.space.items():
+            if len(values) < 2:
+                continue
+            unique = list(dict.fromkeys(values))
+            if _numeric(unique):
+                self.values[key] = sorted(unique)
+                self.distributions[key] = IntDistribution(0, len(unique) - 1)
+            else:
+                self.values[key] = unique
+                self.distributions[key] = CategoricalDistribution(unique)
+
+    def decode(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        values = dict(self.fixed)
+        for key in self.space.space:
+            if key in self.values:
+                raw = params[key]
+                values[key] = self.values[key][raw] if key in self.values and _numeric(self.values[key]) else raw
+        ordered = {k: values[k] for k in [*self.space.fixed, *self.space.space] if k in values}
+        return ordered
+
+    def encode(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        params = {}
+        for key, values in self.values.items():
+            params[key] = values.index(config[key]) if _numeric(values) else config[key]
+        return params
+
+    def grid(self) -> dict[str, list[Any]]:
+        return {k: (list(range(len(v))) if _numeric(v) else list(v)) for k, v in self.values.items()}
+
+
+# --------------------------------------------------------------------------- storage
+
+
+def storage_url(storage: str | None, space_path: Path, study_dir: Path | None = None) -> str:
+    """The storage URL: as given, a path to an SQLite file, or the default next to the space file."""
+    if storage:
+        if "://" in storage:
+            return storage
+        return f"sqlite:///{Path(storage).resolve()}"
+    folder = Path(study_dir) if study_dir else space_path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(folder / (space_path.stem.replace('.space', '') + '.tune.db')).resolve()}"
+
+
+def open_storage(url: str) -> Any:
+    """An Optuna RDB storage; SQLite files get WAL and a busy time-out for concurrent workers."""
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            with sqlite3.connect(path, timeout=60) as connection:
+                connection.execute("PRAGMA journal_mode=WAL")
+        kwargs = {"connect_args": {"timeout": 120}}
+    try:
+        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+    except Exception as exc:  # noqa: BLE001 - a bad URL or an unreachable server is a usage error
+        raise KernelrulesError(f"cannot open the study storage {url!r}: {type(exc).__name__}: {exc}"[:400],
+                               hint="SQLite: a file path; PostgreSQL: postgresql://user:password@host/db "
+                                    "(pip install psycopg2-binary)") from None
+
+
+class Claims:
+    """One row per (study, config) in the study's database: who times it."""
+
+    def __init__(self, storage: Any, study_name: str) -> None:
+        import sqlalchemy as sa
+
+        self.sa = sa
+        self.study_name = study_name
+        self.engine = storage.engine
+        metadata = sa.MetaData()
+        self.table = sa.Table(
+            "kernelrules_claims", metadata,
+            sa.Column("study", sa.String(255), primary_key=True),
+            sa.Column("config_key", sa.String(1000), primary_key=True),
+            sa.Column("trial_number", sa.Integer, nullable=False),
+            sa.Column("worker", sa.String(255)),
+            sa.Column("claimed_at", sa.Float),
+        )
+        metadata.create_all(self.engine, checkfirst=True)
+
+    def claim(self, key: str, trial_number: int) -> int:
+        """Claim ``key`` for a trial; returns the owner's trial number (ours when the claim is won)."""
+        sa = self.sa
+        for _attempt in range(3):
+            try:
+                with self.engine.begin() as connection:
+                    connection.execute(self.table.insert().values(study=self.study_name, config_key=key,
+                                                                  trial_number=trial_number, worker=worker_id(),
+                                                                  claimed_at=time.time()))
+                return trial_number
+            except sa.exc.IntegrityError:
+                owner = self.owner(key)
+                if owner is not None:
+                    return owner
+        raise RuntimeError(f"cannot claim {key}")
+
+    def owner(self, key: str) -> int | None:
+        t = self.table
+        with self.engine.connect() as connection:
+            row = connection.execute(self.sa.select(t.c.trial_number).where(
+                (t.c.study == self.study_name) & (t.c.config_key == key))).first()
+        return None if row is None else int(row[0])
+
+    def release(self, trial_number: int) -> None:
+        t = self.table
+        with self.engine.begin() as connection:
+            connection.execute(t.delete().where((t.c.study == self.study_name) & (t.c.trial_number == trial_number)))
+
+    def count(self) -> int:
+        t = self.table
+        with self.engine.connect() as connection:
+            return int(connection.execute(self.sa.select(self.sa.func.count()).select_from(t).where(
+                t.c.study == self.study_name)).scalar() or 0)
+
+
+# --------------------------------------------------------------------------- samplers
+
+
+def feasible(trial: Any) -> list[float]:
+    """Optuna constraints: <= 0 is feasible (timed and correct), 1 otherwise."""
+    return [0.0 if trial.user_attrs.get("kr_feasible") else 1.0]
+
+
+class PhasedSampler(BaseSampler):
+    """Sobol (QMC) points for the first ``n_first`` trials, then another sampler (TPE or GP)."""
+
+    def __init__(self, first: Any, then: Any, n_first: int) -> None:
+        self.first, self.then, self.n_first = first, then, n_first
+        self._phase: dict[int, Any] = {}
+
+    def _pick(self, study: Any, trial: Any) -> Any:
+        if trial.number not in self._phase:
+            from optuna.trial import TrialState
+
+            done = len(study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True))
+            self._phase[trial.number] = self.first if done < self.n_first else self.then
+        return self._phase[trial.number]
+
+    def infer_relative_search_space(self, study: Any, trial: Any) -> dict:
+        return self._pick(study, trial).infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study: Any, trial: Any, search_space: dict) -> dict:
+        return self._pick(study, trial).sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study: Any, trial: Any, name: str, distribution: Any) -> Any:
+        return self._pick(study, trial).sample_independent(study, trial, name, distribution)
+
+    def before_trial(self, study: Any, trial: Any) -> None:
+        self._pick(study, trial).before_trial(study, trial)
+
+    def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+        self.then.after_trial(study, trial, state, values)  # stores the constraints for TPE/GP
+        self._phase.pop(trial.number, None)
+
+    def reseed_rng(self) -> None:
+        self.first.reseed_rng()
+        self.then.reseed_rng()
+
+
+SAMPLERS = ("auto", "tpe", "gp", "qmc", "random", "grid")
+
+
+def make_sampler(name: str, codec: ParamCodec, *, seed: int | None, n_startup: int) -> Any:
+    """An Optuna sampler by name; ``auto`` is Sobol points, then multivariate TPE with constraints."""
+    samplers = optuna.samplers
+    if name not in SAMPLERS:
+        raise KernelrulesError(f"unknown sampler {name!r}", hint=f"one of {', '.join(SAMPLERS)}")
+
+    def qmc() -> Any:
+        return samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=seed, warn_independent_sampling=False)
+
+    if name == "random":
+        return samplers.RandomSampler(seed=seed)
+    if name == "grid":
+        return samplers.GridSampler(codec.grid(), seed=seed)
+    if name == "qmc":
+        return qmc()
+    if name == "tpe":
+        return samplers.TPESampler(seed=seed, multivariate=True, constraints_func=feasible,
+                                   n_startup_trials=n_startup, warn_independent_sampling=False)
+    if name == "gp":
+        return PhasedSampler(qmc(), samplers.GPSampler(seed=seed, constraints_func=feasible), n_startup)
+    tpe = samplers.TPESampler(seed=seed, multivariate=True, constraints_func=feasible, n_startup_trials=0,
+                              warn_independent_sampling=False)
+    return PhasedSampler(qmc(), tpe, n_startup)
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_stale(trial: Any, *, grace: float = GRACE_SECONDS, now: float | None = None,
+             own: frozenset[int] = frozenset()) -> bool:
+    """A RUNNING trial whose driver is gone: a dead pid on this host, or a heartbeat older than ``grace``.
+
+    ``own`` holds the numbers of this process's trials in flight (a trial with this
+    process's pid but not among them is from an earlier process that had the same pid).
+    """
+    now = time.time() if now is None else now
+    owner = str(trial.user_attrs.get("kr_worker", ""))
+    host, _, pid = owner.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        if int(pid) == os.getpid():
+            return trial.number not in own
+        return not _pid_alive(int(pid))
+    beat = trial.user_attrs.get("kr_heartbeat")
+    if beat is None:
+        start = trial.datetime_start.timestamp() if trial.datetime_start else now
+        return now - start > grace
+    return now - float(beat) > grace
+
+
+def recover(study: Any, claims: Claims | None, *, grace: float = GRACE_SECONDS,
+            own: frozenset[int] = frozenset()) -> list[int]:
+    """Fail stale RUNNING trials, release their claims and queue their configs again; their numbers."""
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.trial import TrialState
+
+    storage = study._storage
+    recovered = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if not is_stale(trial, grace=grace, own=own):
+            continue
+        try:
+            if not storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
+                continue
+        except UpdateFinishedTrialError:
+            continue
+        if claims is not None:
+            claims.release(trial.number)
+        if trial.params:
+            study.enqueue_trial(dict(trial.params), user_attrs={"kr_retry_of": trial.number})
+        recovered.append(trial.number)
+    return recovered
+
+
+class Heartbeat:
+    """Records ``kr_heartbeat`` on the in-flight trials every few seconds (a thread)."""
+
+    def __init__(self, study: Any, interval: float = HEARTBEAT_SECONDS) -> None:
+        self.study, self.interval = study, interval
+        self.trials: dict[int, int] = {}  # number -> trial id
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="kernelrules-heartbeat")
+
+    def start(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def add(self, number: int, trial_id: int) -> None:
+        with self._lock:
+            self.trials[number] = trial_id
+
+    def remove(self, number: int) -> None:
+        with self._lock:
+            self.trials.pop(number, None)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                ids = list(self.trials.values())
+            for trial_id in ids:
+                try:
+                    self.study._storage.set_trial_user_attr(trial_id, "kr_heartbeat", time.time())
+                except Exception:  # noqa: BLE001 - finished meanwhile, or a transient database error
+                    pass
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def load_records(study: Any) -> list[dict[str, Any]]:
+    """Every trial's record, in trial order (interrupted trials included)."""
+    from optuna.trial import TrialState
+
+    out = []
+    for trial in study.get_trials(deepcopy=False):
+        record = trial.user_attrs.get("kr_record")
+        if record is None:
+            if trial.state == TrialState.FAIL:
+                record = {"trial": trial.number, "status": "interrupted", "config": trial.user_attrs.get("kr_config"),
+                          "error": "its process was killed; the config was queued again"}
+            elif trial.state in (TrialState.RUNNING, TrialState.WAITING):
+                record = {"trial": trial.number, "status": "running" if trial.state == TrialState.RUNNING
+                          else "waiting", "config": trial.user_attrs.get("kr_config")}
+            else:
+                continue
+        out.append(dict(record, trial=trial.number))
+    return out
+
+
+Seeder = Callable[[Sequence[KernelConfig], Any, Mapping[str, Any], int], list[KernelConfig]]
