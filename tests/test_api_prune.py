@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 import triton
 
 import kernelrules
@@ -30,9 +29,19 @@ def cache_dir(tmp_path_factory):
         yield
 
 
+class FakeTensor:
+    """Enough of a tensor for kernelrules (torch is not needed): a dtype and a 16-byte-aligned data pointer."""
+
+    def __init__(self, dtype: str = "torch.float16") -> None:
+        self.dtype = dtype
+
+    def data_ptr(self) -> int:
+        return 1 << 20
+
+
 def example_args():
-    """The example matmul's launch arguments with CPU tensors (positional, as a launch passes them)."""
-    a = torch.empty((64, 64), dtype=torch.float16)
+    """The example matmul's launch arguments with stand-in tensors (positional, as a launch passes them)."""
+    a = FakeTensor()
     return (a, a, a, M, N, K, K, 1, N, 1, N, 1)
 
 
@@ -63,6 +72,14 @@ def test_partition_of_the_example_configs_is_exact(arch):
         assert shared_bytes(repair, arch) <= LIMITS[arch] and repair.kwargs["GROUP_SIZE_M"] == 8
     again = kernelrules.prune(matmul_kernel, result.repaired.values(), arch, args=example_args())
     assert again.rejected == [] and len(again.kept) == len(over)
+
+
+def test_cpu_torch_tensors_work_as_args():
+    torch = pytest.importorskip("torch")
+    a = torch.empty((64, 64), dtype=torch.float16)
+    result = kernelrules.prune(matmul_kernel, matmul_kernel.configs, "ada", args=(a, a, a) + example_args()[3:])
+    expected = kernelrules.prune(matmul_kernel, matmul_kernel.configs, "ada", args=example_args())
+    assert result.kept == expected.kept and result.repaired == expected.repaired
 
 
 def test_rejection_reasons_carry_the_numbers():
@@ -120,7 +137,7 @@ BAD_INPUT = [
     ({"arch": "nosuch", "args": example_args()}, UnknownArchError, "nosuch"),
     ({"args": example_args() + (1, 2, 3, 4, 5)}, SignatureSpecError, "17 positional arguments"),
     ({"args": example_args() + (16,)}, ConfigValueError, "BLOCK_M is set by the config"),
-    ({"args": {"a_ptr": torch.empty(1), "Q": 1}}, SignatureSpecError, "'Q'"),
+    ({"args": {"a_ptr": FakeTensor(), "Q": 1}}, SignatureSpecError, "'Q'"),
     ({"args": example_args()[:3]}, SignatureSpecError, "'M'"),
     ({"args": (object(),) + example_args()[1:]}, SignatureSpecError, "'a_ptr'"),
     ({"signature": {**SIGNATURE, "stride_cn": "*fp16x"}}, SignatureSpecError, "fp16x"),

@@ -11,7 +11,6 @@ import warnings
 from pathlib import Path
 
 import pytest
-import torch
 import triton
 import triton.language as tl
 
@@ -63,9 +62,18 @@ def cache_dir(tmp_path_factory):
         yield path
 
 
+class FakeTensor:
+    """Enough of a tensor for kernelrules (torch is not needed): a dtype and a 16-byte-aligned data pointer."""
+
+    def __init__(self, dtype: str = "torch.float32") -> None:
+        self.dtype = dtype
+
+    def data_ptr(self) -> int:
+        return 1 << 20
+
+
 def named_args(n=4096):
-    x = torch.empty(n, dtype=torch.float32)
-    return {"x_ptr": x, "y_ptr": torch.empty_like(x), "n": n}
+    return {"x_ptr": FakeTensor(), "y_ptr": FakeTensor(), "n": n}
 
 
 def shape(configs):
@@ -99,7 +107,7 @@ def test_heuristics_outside_the_autotuner():
 def test_example_matmul_on_ada(repair):
     tuned = kernelrules.autotune(configs=matmul_kernel.configs, key=["M", "N", "K"], arch="ada",
                                  repair=repair)(matmul_kernel.fn)
-    a = torch.empty((64, 64), dtype=torch.float16)
+    a = FakeTensor("torch.float16")
     args = dict(zip(tuned.arg_names, (a, a, a, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1)))
     pruned = prune_as_triton_does(tuned, args)
     expected = kernelrules.prune(matmul_kernel, matmul_kernel.configs, "ada", args=args)
@@ -165,6 +173,8 @@ def test_bad_input_warns_and_keeps_every_config(configs, arch, fragment):
 
 def interpreted_launch() -> str:
     """Run ``double`` through its autotuner (call under TRITON_INTERPRET=1): what was benchmarked, and the result."""
+    import torch
+
     x = torch.arange(4096, dtype=torch.float32)
     y = torch.empty_like(x)
     double[lambda meta: (triton.cdiv(4096, meta["BLOCK"]),)](x, y, 4096)
@@ -173,6 +183,8 @@ def interpreted_launch() -> str:
 
 
 def test_launch_under_the_interpreter(cache_dir):
+    pytest.importorskip("torch")
+    pytest.importorskip("numpy")  # Triton's interpreter needs it
     env = dict(os.environ, TRITON_INTERPRET="1", KERNELRULES_CACHE_DIR=str(cache_dir))
     code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); import test_autotune; print(test_autotune.interpreted_launch())"
     done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], capture_output=True, text=True,
