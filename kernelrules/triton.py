@@ -138,11 +138,12 @@ def autotune(configs: Sequence[Any], key: Sequence[str], arch: str | None = None
         ours = early_prune(fn, arch=arch, compile=compile, repair=repair)
         user = by.get("early_config_prune")
         options = {**by, "early_config_prune": ours if user is None else compose(user, ours)}
-        if perf_model is True:
-            options["perf_model"] = analytic_perf_model(fn, arch)
-        elif callable(perf_model):
+        if callable(perf_model):
             options["perf_model"] = perf_model
-        return triton.autotune(configs=list(configs), key=list(key), prune_configs_by=options,
-                               **triton_autotune_kwargs)(fn)
+        tuner = triton.autotune(configs=list(configs), key=list(key), prune_configs_by=options,
+                                **triton_autotune_kwargs)(fn)
+        if perf_model is True:  # built on the Autotuner itself, so the model sees the config list too
+            tuner.perf_model = analytic_perf_model(tuner, arch)
+        return tuner
 
     return decorator

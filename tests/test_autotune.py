@@ -149,7 +149,7 @@ def test_perf_model_true_uses_kernelrules_model(monkeypatch):
     fake.triton_perf_model = lambda kernel, arch=None: made.append((kernel, arch)) or (lambda **kw: 1.0)
     monkeypatch.setitem(sys.modules, "kernelrules.perf_model", fake)
     tuned = kernelrules.autotune(configs=CONFIGS, key=["n"], arch="ada", perf_model=True, top_k=1)(double.fn)
-    assert made == [(double.fn, "ada")] and tuned.perf_model() == 1.0 and tuned.configs_top_k == 1
+    assert made == [(tuned, "ada")] and tuned.perf_model() == 1.0 and tuned.configs_top_k == 1
 
 
 def test_perf_model_true_without_the_model_is_a_clear_error(monkeypatch):
