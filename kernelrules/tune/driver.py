@@ -164,12 +164,15 @@ class Tuner:
             raise KernelrulesError(f"study {self.study_name!r} in {self.url} was made for another kernel, space, "
                                    f"problem or architecture", hint="pass another --study-name")
         if "kr_identity" not in attrs:
-            flat = self.arch.flat()
+            flat, sku = self.arch.flat(), getattr(self.arch, "sku", None)
+            if not any(k.endswith("_tflops_dense") for k in flat) and flat.get("skus"):
+                sku = flat["skus"][0]  # the roofline needs a SKU's figures: the family's first one
+                flat = load_arch(sku).flat()
             self.study.set_user_attr("kr_identity", identity)
             self.study.set_user_attr("kr_meta", {
                 "space_file": self.space.path.name, "space_size": len(self.configs), "flops": self.flops,
                 "bytes": self.spec.byte_count(), "dtype": self.spec.precision_dtype(),
-                "arch": self.arch.name, "sku": getattr(self.arch, "sku", None),
+                "arch": self.arch.name, "sku": sku,
                 "peaks": {k: flat[k] for k in flat if k.endswith(("_tflops_dense", "_tflops", "bandwidth_gbps"))},
                 "interpret": self.options.interpret, "sizes": self.spec.sizes})
 

@@ -180,14 +180,14 @@ def load_problem(space: Space) -> ProblemSpec:
         if not harness_path.is_file():
             raise error_at("harness")(f"harness file {file_part!r} not found (relative to the space file)")
         spec.harness = (str(harness_path), name)
-    elif "inputs" not in raw or "outputs" not in raw or "reference" not in raw:
-        raise error_at()("the problem section needs inputs, outputs and reference (or a harness: file.py:Name)")
     for key in ("inputs", "outputs"):
         section = raw.get(key, {}) or {}
         if not isinstance(section, dict):
             raise error_at(key)(f"problem.{key} must be a mapping of tensor names")
         tensors = {n: _tensor(n, t, default_dtype, error_at(key, n)) for n, t in section.items()}
         setattr(spec, key, tensors)
+    if spec.harness is None and ("inputs" not in raw or "outputs" not in raw or "reference" not in raw):
+        raise error_at()("the problem section needs inputs, outputs and reference (or a harness: file.py:Name)")
     overlap = set(spec.inputs) & set(spec.outputs) | (set(spec.inputs) | set(spec.outputs)) & set(sizes)
     if overlap:
         raise error_at()(f"{', '.join(sorted(overlap))} is named twice (tensors and sizes need distinct names)")

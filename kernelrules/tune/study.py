@@ -233,6 +233,13 @@ class PhasedSampler(BaseSampler):
         self.then.reseed_rng()
 
 
+class _Grid(optuna.samplers.GridSampler):
+    """Optuna's grid sampler without its ``study.stop()`` (ask-and-tell: the driver stops when the space is done)."""
+
+    def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+        return None
+
+
 SAMPLERS = ("auto", "tpe", "gp", "qmc", "random", "grid")
 
 
@@ -248,7 +255,7 @@ def make_sampler(name: str, codec: ParamCodec, *, seed: int | None, n_startup: i
     if name == "random":
         return samplers.RandomSampler(seed=seed)
     if name == "grid":
-        return samplers.GridSampler(codec.grid(), seed=seed)
+        return _Grid(codec.grid(), seed=seed)
     if name == "qmc":
         return qmc()
     if name == "tpe":
