@@ -196,6 +196,10 @@ def _module_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _module_statements(handler.body)
 
 
+#: ``kernelrules.autotune`` takes ``triton.autotune``'s arguments (its own are keyword-only).
+KERNELRULES_AUTOTUNE = frozenset({"kernelrules.autotune", "kernelrules.triton.autotune"})
+
+
 def _is_triton(canonical: str | None, last: str) -> bool:
     """Whether ``canonical`` is ``triton.<...>.<last>``."""
     return bool(canonical) and canonical.split(".", 1)[0] == "triton" and canonical.rsplit(".", 1)[-1] == last
@@ -522,7 +526,7 @@ def _kernel(func: ast.FunctionDef, module: ParsedModule, problems: list[Problem]
         canonical = module.imports.canonical(decorator)
         if _is_triton(canonical, "jit"):
             kernel.do_not_specialize = _do_not_specialize(decorator, params, module, problems)
-        elif _is_triton(canonical, "autotune") and isinstance(decorator, ast.Call):
+        elif (_is_triton(canonical, "autotune") or canonical in KERNELRULES_AUTOTUNE) and isinstance(decorator, ast.Call):
             kernel.autotune = _autotune(decorator, module, problems)
         elif _is_triton(canonical, "heuristics") and isinstance(decorator, ast.Call):
             kernel.heuristics.update(_heuristics(decorator, module, problems))

@@ -114,10 +114,14 @@ def analytic_perf_model(kernel: Any, arch: str | None) -> Callable:
     return module.triton_perf_model(kernel, arch=arch)
 
 
-def autotune(configs: Sequence[Any], key: Sequence[str], arch: str | None = None, compile: bool = False,
-             repair: bool = True, perf_model: Callable | bool | None = None, top_k: int | float | None = None,
-             prune_configs_by: Mapping[str, Any] | None = None, **triton_autotune_kwargs: Any) -> Callable:
+def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mapping[str, Any] | None = None, *,
+             arch: str | None = None, compile: bool = False, repair: bool = True,
+             perf_model: Callable | bool | None = None, top_k: int | float | None = None,
+             **triton_autotune_kwargs: Any) -> Callable:
     """``triton.autotune`` with kernelrules' pruning: a drop-in decorator.
+
+    ``configs``, ``key`` and ``prune_configs_by`` keep their places in ``triton.autotune``'s
+    signature; kernelrules' own options are keyword-only, so no positional call changes meaning.
 
     Every launch with a new tuning key benchmarks only the configs kernelrules keeps for
     ``arch`` (repaired ones in place of rejected ones with ``repair=True``). A user's own

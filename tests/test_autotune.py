@@ -192,3 +192,12 @@ def test_launch_under_the_interpreter(cache_dir):
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"benchmarked": [[256, 4], [128, 4], [512, 4]], "correct": True}
+
+
+def test_lint_reads_kernelrules_autotune_like_triton_autotune():
+    from kernelrules.discover import discover
+
+    (kernel,) = discover([__file__]).by_name("double")
+    assert [(s.config.constexprs["BLOCK"], s.config.num_warps) for s in kernel.autotune.configs] == [
+        (256, 4), (1000, 4), (128, 6), (512, 4)]
+    assert kernel.autotune.key == ["n"] and set(kernel.heuristics) == {"EVEN"}
