@@ -10,7 +10,8 @@ Results are keyed by a sha256 over everything the compile depends on:
 * the signature spec, the specialization Triton derives from it (signature types,
   ``tt.divisibility`` attributes, constexpr-specialized arguments), the constexprs
   and the launch options;
-* the target (backend, arch, warp size).
+* the target (backend, arch, warp size);
+* ``TRITON_DEBUG`` and ``TRITON_INSTRUMENTATION_MODE`` when set (a launch's options follow them).
 
 Location: ``$KERNELRULES_CACHE_DIR``, else the platform's user cache directory
 (``$XDG_CACHE_HOME/kernelrules`` or ``~/.cache/kernelrules`` on Linux,
@@ -47,6 +48,10 @@ FORMAT_VERSION = 1
 
 _MAGIC = b"KRC1\n"
 _LENGTH = struct.Struct(">Q")
+
+#: Environment variables that change the options a compile gets, as they change a launch's
+#: (``compilejob.launch_options``): part of the key when set.
+LAUNCH_ENV = ("TRITON_DEBUG", "TRITON_INSTRUMENTATION_MODE")
 
 #: Error kinds that depend on the machine (load, crashes), never cached.
 UNCACHED_KINDS = ("timeout", "internal")
@@ -102,6 +107,9 @@ def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = No
         "target": json_safe(list(job.target)),
         "analyze": bool(getattr(job, "analyze", False)),  # entries with facts differ from bare ones
     }
+    launch_env = {name: os.environ[name] for name in LAUNCH_ENV if os.environ.get(name)}
+    if launch_env:  # only when set, so that the usual keys stay as they were
+        payload["launch_env"] = launch_env
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 

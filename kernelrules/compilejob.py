@@ -165,6 +165,30 @@ def check_options(target: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     return given
 
 
+def launch_options(fn: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with what ``JITFunction.run`` adds to every launch's options.
+
+    A launch compiles with ``debug`` from the config, else the kernel's
+    ``@triton.jit(debug=...)``, or'ed with ``TRITON_DEBUG``, and with
+    ``instrumentation_mode`` from ``TRITON_INSTRUMENTATION_MODE`` (whatever the config
+    says). Both are part of Triton's compile cache key and change the code, so a
+    compile that leaves them out is never found by the launch. They are added only
+    where they differ from the backend's defaults (``False`` and ``""``).
+    """
+    from triton import knobs
+
+    merged = dict(options)
+    given = merged.pop("debug", None)
+    debug = (given if given is not None else getattr(fn, "debug", None)) or getattr(knobs.runtime, "debug", False)
+    if debug:
+        merged["debug"] = True
+    merged.pop("instrumentation_mode", None)
+    mode = getattr(getattr(knobs, "compilation", None), "instrumentation_mode", "")
+    if mode:
+        merged["instrumentation_mode"] = mode
+    return merged
+
+
 def _def_line(jit_fn: Any) -> tuple[str, int]:
     """File and line of the ``def`` of a jit function (after its decorators)."""
     import inspect
@@ -326,7 +350,7 @@ def compile_job(job: CompileJob, *, use_triton_cache: bool = False) -> CompileRe
     target = job.gpu_target()
     with _quiet_compile(use_triton_cache) as output:
         try:
-            options = check_options(target, job.options)
+            options = check_options(target, launch_options(handle.fn, job.options))
             kernel = triton.compile(spec.ast_source(handle.fn), target=target, options=options)
             result = CompileResult(ok=True, asm=_artifacts(kernel), metadata=_metadata_dict(kernel))
         except Exception as exc:  # noqa: BLE001 - classified below

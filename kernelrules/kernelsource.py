@@ -14,7 +14,11 @@ parses the file with :mod:`ast` and keeps the parts a kernel can depend on:
 That reduced module is compiled with the file's own name and line numbers and run in
 a fresh module object registered in :data:`sys.modules` under a synthetic name, so
 ``inspect.getsource`` (which Triton's ``JITFunction`` calls) reads the real file and
-compiler errors point at the real lines.
+compiler errors point at the real lines. A stripped first decorator leaves an identity
+decorator in its place, so the function's first line (``co_firstlineno``, Triton's
+``starting_line_number``) is the one an import gives: it is part of
+``JITFunction.cache_key`` and so of Triton's compile cache key (docs/compilation.md,
+"Sharing Triton's cache with the JIT").
 
 The :attr:`KernelHandle.source_hash` covers the kernel's source, the source of every
 jit function it calls (transitively) and the module-level constants it reads, with
@@ -195,10 +199,23 @@ def _assignment_target(node: ast.stmt) -> tuple[str, ast.expr] | None:
     return None
 
 
+def _identity_decorator(at: ast.expr) -> ast.expr:
+    """``(lambda f: f)`` placed where the decorator ``at`` was written."""
+    arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg="f")], kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.copy_location(ast.Lambda(args=arguments, body=ast.Name(id="f", ctx=ast.Load())), at)
+
+
 def _strip_decorators(node: ast.FunctionDef) -> ast.FunctionDef:
-    """A copy of ``node`` whose only decorator is its jit decorator, with literal options only."""
+    """A copy of ``node`` whose only decorator is its jit decorator, with literal options only.
+
+    When the first decorator is stripped (``@triton.autotune`` above ``@triton.jit``),
+    an identity decorator takes its place: Python starts a decorated function at its
+    first decorator (``co_firstlineno``), Triton hashes that line into
+    ``JITFunction.cache_key``, and the key must be the one an import of the file gives,
+    or a launch never finds our compiles in a shared Triton cache.
+    """
     kept: list[ast.expr] = []
-    for dec in node.decorator_list:
+    for index, dec in enumerate(node.decorator_list):
         name = _decorator_name(dec)
         if name in JIT_DECORATORS or name in HELPER_DECORATORS:
             if isinstance(dec, ast.Call):
@@ -208,6 +225,8 @@ def _strip_decorators(node: ast.FunctionDef) -> ast.FunctionDef:
                 ]
                 dec = ast.copy_location(ast.Call(func=dec.func, args=[], keywords=keywords), dec)
             kept.append(dec)
+        elif index == 0:
+            kept.append(_identity_decorator(dec))
     new = ast.FunctionDef(
         name=node.name, args=node.args, body=node.body, decorator_list=kept,
         returns=node.returns, type_comment=node.type_comment,
