@@ -245,6 +245,12 @@ SAMPLERS = ("auto", "tpe", "gp", "qmc", "random", "grid")
 
 def make_sampler(name: str, codec: ParamCodec, *, seed: int | None, n_startup: int) -> Any:
     """An Optuna sampler by name; ``auto`` is Sobol points, then multivariate TPE with constraints."""
+    with _warnings.catch_warnings():  # QMC, multivariate TPE and constraints are "experimental" in Optuna 4
+        _warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return _make_sampler(name, codec, seed=seed, n_startup=n_startup)
+
+
+def _make_sampler(name: str, codec: ParamCodec, *, seed: int | None, n_startup: int) -> Any:
     samplers = optuna.samplers
     if name not in SAMPLERS:
         raise KernelrulesError(f"unknown sampler {name!r}", hint=f"one of {', '.join(SAMPLERS)}")
