@@ -460,7 +460,7 @@ def tune_command(
     json_output: bool = typer.Option(False, "--json", help="JSON Lines: one record per trial, then the summary."),
     seed: int = typer.Option(0, "--seed", help="Sampler seed."),
     sampler: str = typer.Option("auto", "--sampler", help="auto (Sobol, then TPE), tpe, gp, qmc, random or grid."),
-    stage: str = typer.Option("compiled", "--stage", help="Rules gate: config (predictions) or compiled (also cross-compile)."),
+    stage: str = typer.Option("compiled", "--stage", help="Rules gate: config (predictions), compiled (also cross-compile) or none (the raw space, for comparisons)."),
     jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Parallel compile workers of the gate."),
     timeout: float = typer.Option(60.0, "--timeout", help="Time limit per compile, seconds."),
     bench_timeout: float = typer.Option(60.0, "--bench-timeout", help="Time limit per check or timing of one config, seconds."),
@@ -475,8 +475,8 @@ def tune_command(
 
     if sampler not in ("auto", "tpe", "gp", "qmc", "random", "grid"):
         raise KernelrulesError(f"unknown sampler {sampler!r}", hint="auto, tpe, gp, qmc, random or grid")
-    if stage not in ("config", "compiled"):
-        raise KernelrulesError(f"unknown stage {stage!r}", hint="config or compiled")
+    if stage not in ("config", "compiled", "none"):
+        raise KernelrulesError(f"unknown stage {stage!r}", hint="config, compiled or none")
     if trials is not None and trials < 1:
         raise KernelrulesError("--trials must be at least 1")
     gpu_list = [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None

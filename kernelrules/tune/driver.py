@@ -71,6 +71,7 @@ class TuneOptions:
     grace: float = 120.0
     max_duplicates: int = 200
     seeder: Callable[..., list] | None = None
+    candidate_filter: Callable[[dict], str | None] | None = None  # another tuner's filter: a reason, or None
     on_record: Callable[[dict], None] | None = None
     on_progress: Callable[[dict], None] | None = None
 
@@ -209,7 +210,7 @@ class Tuner:
         o = self.options
         if self.study.trials or o.model_seeds <= 0 or o.sampler == "grid":
             return
-        passing = [c for c in self.configs if self.gate.at_config_stage(c).passed]
+        passing = [c for c in self.configs if self.gate.at_config_stage(c).passed or o.stage == "none"]
         seeder = o.seeder or perf_model_seeds
         try:
             seeds = seeder(passing, self.arch, scalar_problem(self.space.problem), o.model_seeds,
@@ -337,13 +338,20 @@ class Tuner:
         if owner != trial.number:
             self._duplicate(candidate, owner)
             return None, False
+        if self.options.candidate_filter is not None:
+            reason = self.options.candidate_filter(values)
+            if reason:
+                self._finish(candidate, "rejected", stage="filter", codes=["FILTER"], error=reason)
+                return None, True
         judgement = self.gate.at_config_stage(config)
+        if self.options.stage == "none":  # the raw space (a baseline for comparisons): no rule rejects
+            judgement = Judgement(passed=True, stage="none", facts=judgement.facts, warnings=judgement.warnings)
         candidate.judgement = judgement
         if not judgement.passed:
             self._finish(candidate, "rejected", stage="config", codes=judgement.codes,
                          error="; ".join(judgement.messages), facts=judgement.facts, repair=judgement.repair)
             return None, True
-        learned = self.learned.reason(judgement.facts)
+        learned = self.learned.reason(judgement.facts) if self.options.stage != "none" else None
         if learned:
             self._finish(candidate, "learned", stage="config", error=learned, facts=judgement.facts)
             return None, True

@@ -1,0 +1,165 @@
+"""Compare search strategies on a real GPU: time to within 2 % of the best config.
+
+Run on the GPU machine from the repository root (kernelrules installed with the
+``tune`` extra: optuna, scipy, matplotlib; numpy and torch are there already):
+
+    python benchmarks/h200_tune.py --out DIR [--trials 300] [--time-budget 30m] [--gpus 0] [--repeats 3]
+
+Four strategies search the same space (``examples/matmul.tune.yaml`` by default: the
+fp16 matmul at 4096^3 over 1875 configs), each in its own study ``DIR/<method>-<r>.db``
+with the same budget and seed per repeat:
+
+* ``kernelrules``: ``kernelrules tune`` as shipped: Sobol points then TPE, perf-model seeds,
+  the rules gate at the compiled stage (rejected configs cost no launch);
+* ``tpe-raw``: TPE on the raw space (no rules, no seeds: failures cost launches);
+* ``random-raw``: random search on the raw space;
+* ``inductor``: TPE over the configs an Inductor-style filter keeps (block sizes at most
+  the next power of two of the problem's sizes, and the pipeline's shared memory,
+  ``num_stages x (BM x BK + BK x BN) x element bytes``, within the GPU's opt-in limit).
+
+Each run's records carry the time since its start (``elapsed_s``), so the script finds,
+per run, when the best-so-far first came within 2 % of the best time any run measured
+(search timings, same GPU), and how many trials that took. It writes
+``DIR/comparison.json`` and prints a table. ``--interpret --arch ampere --space
+tests/fixtures/tune/matmul_small.yaml`` runs the whole script on a CPU (meaningless
+timings) to check it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+METHODS = ("kernelrules", "tpe-raw", "random-raw", "inductor")
+
+
+def inductor_filter(space_path: Path, arch_name: str | None):
+    """An Inductor-style candidate filter: a reason to skip a config, or None."""
+    from kernelrules.arch import load_arch
+    from kernelrules.space import load_space
+
+    space = load_space(space_path)
+    problem = space.problem
+    limit = None
+    if arch_name:
+        limit = load_arch(arch_name).flat().get("shared_memory_per_block_optin")
+    elem = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8e4nv": 1, "fp8e5": 1}.get(str(problem.get("dtype", "fp16")), 2)
+
+    def next_pow2(n: int) -> int:
+        return 1 << max(0, int(n) - 1).bit_length()
+
+    def check(config: dict) -> str | None:
+        for block, size in (("BLOCK_M", "M"), ("BLOCK_N", "N"), ("BLOCK_K", "K")):
+            if block in config and size in problem and config[block] > max(16, next_pow2(problem[size])):
+                return f"{block}={config[block]} is larger than the problem's {size}={problem[size]} needs"
+        if limit and all(k in config for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")):
+            stages = config.get("num_stages", 3)
+            shared = stages * (config["BLOCK_M"] * config["BLOCK_K"] + config["BLOCK_K"] * config["BLOCK_N"]) * elem
+            if shared > limit:
+                return f"estimated {shared} bytes of shared memory > {limit}"
+        return None
+
+    return check
+
+
+def run_method(method: str, repeat: int, args) -> dict:
+    from kernelrules.tune.driver import TuneOptions, Tuner
+
+    common = dict(arch=args.arch, trials=args.trials, time_budget=args.time_budget, gpus=args.gpus,
+                  interpret=args.interpret, seed=repeat, storage=str(Path(args.out) / f"{method}-{repeat}.db"),
+                  study_name=f"{method}-{repeat}", top_k=args.top_k, rounds=args.rounds,
+                  bench_timeout=args.bench_timeout, jobs=args.jobs)
+    if method == "kernelrules":
+        options = TuneOptions(**common, sampler="auto", stage=args.stage)
+    elif method == "tpe-raw":
+        options = TuneOptions(**common, sampler="tpe", stage="none", model_seeds=0)
+    elif method == "random-raw":
+        options = TuneOptions(**common, sampler="random", stage="none", model_seeds=0)
+    else:
+        options = TuneOptions(**common, sampler="tpe", stage="none", model_seeds=0,
+                              candidate_filter=inductor_filter(Path(args.space), args.arch or _gpu_arch()))
+    started = time.time()
+    result = Tuner(args.space, options).run()
+    return {"method": method, "repeat": repeat, "wall_s": time.time() - started, "summary": result.summary,
+            "records": [{k: r.get(k) for k in ("trial", "status", "ms", "elapsed_s", "config")}
+                        for r in result.records]}
+
+
+def _gpu_arch() -> str:
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def time_to_within(records: list[dict], target_ms: float, margin: float = 0.02) -> tuple[float | None, int | None]:
+    """(seconds, trials) until the best-so-far is within ``margin`` of ``target_ms``; None if never."""
+    best = None
+    for count, record in enumerate(sorted(records, key=lambda r: r["elapsed_s"] or 0), 1):
+        if record["status"] in ("better", "slower") and record["ms"]:
+            best = record["ms"] if best is None else min(best, record["ms"])
+            if best <= target_ms * (1 + margin):
+                return record["elapsed_s"], count
+    return None, None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--space", default=str(REPO / "examples" / "matmul.tune.yaml"))
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--trials", type=int, default=300)
+    parser.add_argument("--time-budget", type=float, default=None, help="seconds per run")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--gpus", default="0")
+    parser.add_argument("--arch", default=None)
+    parser.add_argument("--stage", default="compiled")
+    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--bench-timeout", type=float, default=60.0)
+    parser.add_argument("--interpret", action="store_true")
+    args = parser.parse_args()
+    args.gpus = [g for g in args.gpus.split(",") if g]
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    runs = []
+    for repeat in range(args.repeats):
+        for method in args.methods.split(","):
+            print(f"== {method} (repeat {repeat})", flush=True)
+            runs.append(run_method(method, repeat, args))
+            f = runs[-1]["summary"]["funnel"]
+            print(f"   {f['timed']} timed, {f['failed']} failed, {f['rejected']} rejected, "
+                  f"{runs[-1]['wall_s']:.0f} s", flush=True)
+    timed = [r["ms"] for run in runs for r in run["records"] if r["status"] in ("better", "slower") and r["ms"]]
+    if not timed:
+        sys.exit("no run timed any config")
+    best_ms = min(timed)
+    rows = []
+    for run in runs:
+        seconds, trials = time_to_within(run["records"], best_ms)
+        run_best = min((r["ms"] for r in run["records"] if r["status"] in ("better", "slower") and r["ms"]),
+                       default=None)
+        f = run["summary"]["funnel"]
+        rows.append({"method": run["method"], "repeat": run["repeat"], "seconds_to_2pct": seconds,
+                     "trials_to_2pct": trials, "best_ms": run_best, "timed": f["timed"], "failed": f["failed"],
+                     "rejected": f["rejected"], "wall_s": round(run["wall_s"], 1),
+                     "winner": (run["summary"].get("winner") or {}).get("triton_config")})
+    out = {"best_ms": best_ms, "interpret": args.interpret, "space": args.space, "trials": args.trials,
+           "rows": rows, "runs": runs}
+    Path(args.out, "comparison.json").write_text(json.dumps(out, indent=1, default=str))
+    print(f"best search time over all runs: {best_ms:.4f} ms" + ("  (--interpret: meaningless)" if args.interpret else ""))
+    print(f"{'method':12s} {'rep':>3s} {'s to 2%':>9s} {'trials':>6s} {'best ms':>9s} {'timed':>5s} {'failed':>6s} "
+          f"{'rejected':>8s}")
+    for row in rows:
+        s2 = f"{row['seconds_to_2pct']:.0f}" if row["seconds_to_2pct"] is not None else "never"
+        t2 = str(row["trials_to_2pct"]) if row["trials_to_2pct"] is not None else "-"
+        print(f"{row['method']:12s} {row['repeat']:3d} {s2:>9s} {t2:>6s} {row['best_ms'] or 0:9.4f} {row['timed']:5d} "
+              f"{row['failed']:6d} {row['rejected']:8d}")
+
+
+if __name__ == "__main__":
+    main()
