@@ -182,7 +182,7 @@ class Tuner:
 
         o = self.options
         gpus = o.gpus or ["0"]
-        cache = None if o.interpret else str(Path(self.url_folder()) / "triton-cache")
+        cache = None if o.interpret else self._triton_cache()
         workers = []
         for index, gpu in enumerate(gpus):
             settings = WorkerSettings(spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret,
@@ -201,10 +201,12 @@ class Tuner:
             raise KernelrulesError(str(exc), path=str(self.space.path)) from None
         return workers
 
-    def url_folder(self) -> str:
-        if self.url.startswith("sqlite:///"):
-            return str(Path(self.url[len("sqlite:///"):]).parent)
-        return str(Path(self.options.study_dir or self.space.path.parent))
+    def _triton_cache(self) -> str:
+        """One Triton cache for the gate's compiles and the workers' JITs (a JIT of a gated config is a hit)."""
+        folder = Path(self.options.study_dir or self.space.path.parent)
+        if self.options.storage and "://" not in self.options.storage:
+            folder = Path(self.options.storage).resolve().parent
+        return str(folder / "triton-cache")
 
     def _seed(self) -> None:
         o = self.options
@@ -229,7 +231,8 @@ class Tuner:
         from ..cache import ResultCache
 
         cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
-        self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout, cache=cache)
+        self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout, cache=cache,
+                         triton_cache_dir=None if o.interpret else self._triton_cache())
         workers: list = []
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelrules-gate")
         self.inflight: dict[int, Candidate] = {}

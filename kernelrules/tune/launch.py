@@ -97,6 +97,20 @@ class DeclaredRunner:
     def launch(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int],
                warmup: bool = False) -> Any:
         """Launch (or, with ``warmup``, only compile) the kernel; returns what Triton returns."""
+        if not warmup:
+            return self.prepare(config, tensors, sizes)()
+        args, grid = self._bind(config, tensors, sizes)
+        return self.kernel.warmup(**args, grid=grid, **launch_options(config))
+
+    def prepare(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int]
+                ) -> Callable[[], Any]:
+        """A launch with its arguments and grid evaluated once (what the timing loop calls)."""
+        args, grid = self._bind(config, tensors, sizes)
+        kernel, options = self.kernel[grid], launch_options(config)
+        return lambda: kernel(**args, **options)
+
+    def _bind(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int]
+              ) -> tuple[dict[str, Any], tuple[int, ...]]:
         env = self._env(tensors, sizes, config)
         args = {}
         for name in self.spec.kernel_args:
@@ -106,10 +120,7 @@ class DeclaredRunner:
                 args[name] = tensors[name]
             else:
                 args[name] = sizes[name]
-        grid = tuple(int(g.evaluate(env)) for g in self._grid)
-        if warmup:
-            return self.kernel.warmup(**args, grid=grid, **launch_options(config))
-        return self.kernel[grid](**args, **launch_options(config))
+        return args, tuple(int(g.evaluate(env)) for g in self._grid)
 
     def reference(self, tensors: Mapping[str, Any], sizes: Mapping[str, int], precise: bool = True) -> dict[str, Any]:
         torch = self.torch
@@ -158,6 +169,11 @@ class HarnessRunner:
     def launch(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int],
                warmup: bool = False) -> Any:
         return self._harness(sizes).launch(self.kernel, tensors, launch_options(config))
+
+    def prepare(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int]
+                ) -> Callable[[], Any]:
+        harness, options = self._harness(sizes), launch_options(config)
+        return lambda: harness.launch(self.kernel, tensors, options)
 
     def reference(self, tensors: Mapping[str, Any], sizes: Mapping[str, int], precise: bool = True) -> dict[str, Any]:
         harness = self._harness(sizes)
