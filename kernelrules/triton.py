@@ -117,7 +117,7 @@ def analytic_perf_model(kernel: Any, arch: str | None) -> Callable:
 def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mapping[str, Any] | None = None, *,
              arch: str | None = None, compile: bool = False, repair: bool = True,
              perf_model: Callable | bool | None = None, top_k: int | float | None = None,
-             **triton_autotune_kwargs: Any) -> Callable:
+             precompile: bool = True, **triton_autotune_kwargs: Any) -> Callable:
     """``triton.autotune`` with kernelrules' pruning: a drop-in decorator.
 
     ``configs``, ``key`` and ``prune_configs_by`` keep their places in ``triton.autotune``'s
@@ -128,7 +128,10 @@ def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mappi
     ``prune_configs_by["early_config_prune"]`` runs first and kernelrules' on what it
     kept. ``perf_model=True`` ranks the survivors with kernelrules' analytic model
     (``kernelrules.perf_model``), a callable is passed to Triton as is; ``top_k`` (how
-    many to benchmark) goes to Triton too. Any other keyword goes to ``triton.autotune``.
+    many to benchmark) goes to Triton too. With ``precompile=True`` the configs left to
+    time are compiled in parallel into Triton's cache first (``kernelrules.precompile``),
+    so the autotuner's own serial compiles are cache hits. Any other keyword goes to
+    ``triton.autotune``.
     """
     import triton
 
@@ -148,6 +151,10 @@ def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mappi
                                 **triton_autotune_kwargs)(fn)
         if perf_model is True:  # built on the Autotuner itself, so the model sees the config list too
             tuner.perf_model = analytic_perf_model(tuner, arch)
+        if precompile:
+            from .precompile import precompile_before_timing
+
+            precompile_before_timing(tuner)
         return tuner
 
     return decorator
