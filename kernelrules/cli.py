@@ -490,6 +490,7 @@ def tune_command(
             typer.echo(json_line("trial", record))
         elif not quiet and not sys.stderr.isatty():
             typer.echo(trial_line(record))
+        sys.stdout.flush()  # a record per line as it happens, for whoever reads the pipe
 
     options = TuneOptions(arch=arch, trials=trials, time_budget=_seconds(time_budget), storage=storage,
                           study_dir=str(study_dir) if study_dir else None, study_name=study_name, gpus=gpu_list,

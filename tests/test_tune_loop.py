@@ -44,6 +44,20 @@ def test_every_config_of_the_space_is_accounted_for(run):
     assert all(r["config"]["num_warps"] != 6 for r in timed)
 
 
+def test_the_perf_models_best_guesses_go_first(run):
+    _folder, result = run
+    seeded = sorted(r["trial"] for r in result.records if r.get("seeded") == "perf_model")
+    assert seeded == list(range(8))  # enqueued ahead of the sampler's proposals
+    assert "8 configs from the perf model queued first" in result.notes
+
+
+def test_a_time_budget_stops_asking(tmp_path):
+    result = tune(SMALL, arch="ampere", interpret=True, time_budget=0.001, storage=str(tmp_path / "t.db"),
+                  stage="config", cache_dir=str(tmp_path / "cache"))
+    assert result.records == [] and "winner" not in result.summary
+    assert result.summary["funnel"]["not_sampled"] == 48
+
+
 def test_records_are_structured_for_automated_optimizers(run):
     _folder, result = run
     timed = [r for r in result.records if r["status"] in ("better", "slower")]

@@ -33,7 +33,7 @@ def _command(tmp_path: Path, *extra: str) -> list[str]:
 
 
 def _env() -> dict:
-    return dict(os.environ, NO_COLOR="1", COLUMNS="200", TERM="dumb")
+    return dict(os.environ, NO_COLOR="1", COLUMNS="200", TERM="dumb", PYTHONUNBUFFERED="1")
 
 
 def _study(tmp_path: Path):

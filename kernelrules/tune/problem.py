@@ -31,7 +31,6 @@ nothing here imports torch or the user's code.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from ..space import Space, SpaceFileError
