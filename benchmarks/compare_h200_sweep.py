@@ -75,6 +75,13 @@ def main() -> None:
           + "; ".join(f"{a}: {len(v)}, {statistics.median(v):.2f}, {max(v):.1f}" for a, v in sorted(by_acc.items())))
     slow_jit = sum(1 for r in launched if r["jit_seconds"] > 1)
     print(f"first launches taking over 1 s (module load, or a Triton cache miss): {slow_jit}/{len(launched)}")
+    recorded = [r for r in launched if "triton_cache_hit" in r]
+    hits = [r for r in recorded if r["triton_cache_hit"]]
+    misses = [r["jit_seconds"] for r in recorded if not r["triton_cache_hit"]]
+    if recorded:
+        print(f"first launches with the cache hit recorded: {len(recorded)}; Triton cache hits: {len(hits)}; "
+              f"misses: {len(misses)} (median {statistics.median(misses) if misses else 0:.2f} s, "
+              f"over 1 s: {sum(s > 1 for s in misses)})")
 
 
 if __name__ == "__main__":
