@@ -65,6 +65,13 @@ class Arch:
     sku_aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
     citations: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     origin: str = field(default="", compare=False, repr=False)
+    backend: str = field(default="cuda", compare=False)
+
+    @property
+    def triton_target(self) -> tuple[str, int | str, int]:
+        """``(backend, arch, warp_size)`` as in Triton's ``GPUTarget``: ``("cuda", 89, 32)``, ``("hip", "gfx942", 64)``."""
+        warp_size = int(self.limits.get("warp_size", 32))
+        return (self.backend, self.sm if self.backend == "cuda" else self.name, warp_size)
 
     @property
     def label(self) -> str:
@@ -79,6 +86,7 @@ class Arch:
             "sm": self.sm,
             "vendor": self.vendor,
             "family": self.family,
+            "backend": self.backend,
             "display_name": self.display_name,
             "aliases": list(self.aliases),
             "skus": list(self.skus),
@@ -245,6 +253,7 @@ def _base_arch(name: str, spec: Mapping[str, Any], data: Mapping[str, Any], orig
         skus=tuple(spec.get("skus", {})),
         citations=MappingProxyType(dict(data["sources"])),
         origin=origin,
+        backend=data.get("backend") or ("hip" if data["vendor"] == "amd" else "cuda"),
     )
 
 
@@ -390,6 +399,9 @@ def _name_problems(vendor: str, name: str, cc: str, base: DocPath) -> Iterator[t
     expected = "sm_" + cc.replace(".", "")
     if vendor == "nvidia" and name != expected:
         yield base + ("compute_capability",), f"'{name}' does not match compute capability {cc} (expected {expected})"
+    if vendor == "amd" and name != "gfx" + cc.replace(".", ""):
+        # gfx942 <-> "9.4.2": the GFX IP major, minor and stepping of the LLVM target name
+        yield base + ("compute_capability",), f"'{name}' does not match GFX IP version {cc} (expected gfx{cc.replace('.', '')})"
 
 
 #: ``(key reported, check, message)``: each check gets the values of one limits/features block.

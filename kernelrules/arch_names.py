@@ -27,7 +27,7 @@ from .errors import ProfileError, UnknownArchError
 LIST_HINT = "see 'kernelrules arch list'"
 
 _SEPARATORS = re.compile(r"[\s_-]+")
-_CC_PREFIXED = re.compile(r"(?:sm|cc|compute)(\d)(\d{1,2})a?\Z")
+_CC_PREFIXED = re.compile(r"(?:sm|cc|compute)(\d{1,2})(\d)a?\Z")
 _CC_DOTTED = re.compile(r"(?:sm|cc|compute)?(\d{1,2})\.(\d)\Z")
 
 
@@ -98,7 +98,11 @@ class NameIndex:
                 hint="each compute capability may be defined by one profile file only",
             )
         self.canonical[key] = where
-        self.capabilities[compute_capability] = name
+        if compute_capability.count(".") == 1:
+            self.capabilities[compute_capability] = name
+        else:  # an AMD GFX IP version (9.4.2 for gfx942) names its target directly
+            self.canonical.setdefault(normalize(compute_capability), where)
+            self.spellings.setdefault(normalize(compute_capability), compute_capability)
         self.spellings.setdefault(key, name)
 
     def add_alias(self, alias: str, where: Declaration, *, sku_level: bool) -> None:

@@ -78,7 +78,7 @@ def test_hopper_and_ada_features():
     assert "fp8e4nv" in ada["fp8_dtypes"] and "fp8e4nv" not in ampere["fp8_dtypes"]
     assert not ampere["fp8_mma_dtypes"] and set(ada["fp8_mma_dtypes"]) == {"fp8e4nv", "fp8e5"}
     assert (ada["max_num_ctas"], hopper["max_num_ctas"]) == (1, 8)
-    assert not any(a.features["waves_per_eu_supported"] for a in list_archs())
+    assert not any(a.features["waves_per_eu_supported"] for a in list_archs() if a.vendor == "nvidia")
 
 
 def test_h200_uses_the_measured_figures():
@@ -233,9 +233,9 @@ def test_user_profile_loads_and_resolves(tmp_path):
     assert load_arch("8.7", extra_files=[str(path)]) is orin
     board = load_arch("AGX Orin", extra_files=[path])
     assert (board.sku, board.sku_data["sm_count"]) == ("agx-orin-64gb", 16)
-    assert [a.name for a in list_archs(extra_files=[path])] == ["sm_80", "sm_86", "sm_87", "sm_89", "sm_90"]
+    assert [a.name for a in list_archs(extra_files=[path]) if a.vendor == "nvidia"] == ["sm_80", "sm_86", "sm_87", "sm_89", "sm_90"]
     assert "agx-orin-64gb" in [a.sku for a in list_skus(extra_files=[path])]
-    assert [a.name for a in list_archs()] == ["sm_80", "sm_86", "sm_89", "sm_90"]  # built-ins unchanged
+    assert [a.name for a in list_archs() if a.vendor == "nvidia"] == ["sm_80", "sm_86", "sm_89", "sm_90"]  # built-ins unchanged
 
 
 def test_user_profile_edits_are_picked_up(tmp_path):
@@ -406,7 +406,7 @@ def test_flat_is_plain_json_with_the_required_keys(arch):
 def test_every_flat_field_has_a_source():
     for arch in list_archs() + list_skus():
         identity = {"name", "compute_capability", "sm", "vendor", "family", "display_name", "aliases", "skus", "sku",
-                    "sku_display_name", "sku_aliases"}
+                    "sku_display_name", "sku_aliases", "backend"}
         assert set(arch.flat()) - identity == set(arch.sources), arch.label
 
 
@@ -440,8 +440,11 @@ def test_unverified_figures_are_declared():
         ("rtx3090", "fp16_tensor_tflops_dense"), ("rtx3090", "bf16_tensor_tflops_dense"),
         ("l40s", "l2_bytes"),
         ("h200", "fp16_tensor_tflops_dense"), ("h200", "bf16_tensor_tflops_dense"),
+        ("mi300a", "fp16_tensor_tflops_dense"), ("mi300a", "bf16_tensor_tflops_dense"), ("mi300a", "fp32_tflops"),
+        ("mi325x", "fp16_tensor_tflops_dense"), ("mi325x", "bf16_tensor_tflops_dense"), ("mi325x", "fp32_tflops"),
     }
-    assert not any(a.unverified() for a in list_archs())
+    assert not any(a.unverified() for a in list_archs() if a.vendor == "nvidia")
+    assert load_arch("gfx942").unverified() == ["shared_memory_banks", "bank_width_bytes"]
 
 
 # -- the profile files and the schema ---------------------------------------------------
@@ -499,7 +502,7 @@ def test_flat_keys_do_not_collide():
     defs = SCHEMA["$defs"]
     groups = [set(defs["limits"]["properties"]), set(defs["features"]["properties"]), set(defs["sku"]["properties"])]
     identity = {"name", "compute_capability", "sm", "vendor", "family", "display_name", "aliases", "skus", "sku",
-                "sku_display_name", "sku_aliases"}
+                "sku_display_name", "sku_aliases", "backend"}
     groups[2] -= {"display_name", "aliases"}  # exposed as sku_display_name / sku_aliases
     total = sum(len(g) for g in groups) + len(identity)
     assert len(set().union(*groups, identity)) == total
@@ -528,7 +531,10 @@ triton = pytest.importorskip("triton")
 nvidia_compiler = pytest.importorskip("triton.backends.nvidia.compiler")
 
 
-@pytest.mark.parametrize("arch", list_archs(), ids=lambda a: a.name)
+NVIDIA_ARCHS = [a for a in list_archs() if a.vendor == "nvidia"]
+
+
+@pytest.mark.parametrize("arch", NVIDIA_ARCHS, ids=lambda a: a.name)
 def test_features_match_triton_compiler_options(arch):
     from triton.backends.compiler import GPUTarget
 
@@ -554,7 +560,7 @@ def test_dot_limits_match_triton():
     from triton._utils import TRITON_MAX_TENSOR_NUMEL
     from triton.backends.compiler import GPUTarget
 
-    for arch in list_archs():
+    for arch in NVIDIA_ARCHS:
         check = nvidia_compiler.min_dot_size(GPUTarget("cuda", arch.sm, 32))
         assert check(tl.float16, tl.float16)[2] == arch.features["min_dot_k"]
         assert check(tl.float8e5, tl.float8e5)[2] == arch.features["min_dot_k_8bit"]
@@ -602,7 +608,7 @@ def occupancy_probe(tmp_path_factory):
     return work / "probe"
 
 
-@pytest.mark.parametrize("arch", list_archs(), ids=lambda a: a.name)
+@pytest.mark.parametrize("arch", NVIDIA_ARCHS, ids=lambda a: a.name)
 def test_limits_match_the_cuda_occupancy_calculator(arch, occupancy_probe):
     digits = arch.compute_capability.replace(".", "")
     result = json.loads(subprocess.run([str(occupancy_probe), digits], capture_output=True, text=True, check=True).stdout)
