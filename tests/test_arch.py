@@ -44,6 +44,8 @@ CCCL_LIMITS = {
     "sm_86": (48, 1536, 16, 102400, 101376),
     "sm_89": (48, 1536, 24, 102400, 101376),
     "sm_90": (64, 2048, 32, 233472, 232448),
+    "sm_100": (64, 2048, 32, 233472, 232448),
+    "sm_120": (48, 1536, 24, 102400, 101376),
 }
 
 
@@ -103,6 +105,9 @@ def test_h200_uses_the_measured_figures():
         ("a10", "sm_86", "a10"), ("a40", "sm_86", "a40"), ("rtx3090", "sm_86", "rtx3090"),
         ("h100", "sm_90", "h100-sxm"), ("h100-sxm", "sm_90", "h100-sxm"), ("H100_PCIe", "sm_90", "h100-pcie"),
         ("h200", "sm_90", "h200"),
+        ("blackwell", "sm_100", None), ("sm100a", "sm_100", None), ("10.0", "sm_100", None), ("b200", "sm_100", "b200"),
+        ("sm_120a", "sm_120", None), ("cc12.0", "sm_120", None), ("rtx5090", "sm_120", "rtx5090"),
+        ("RTX 5090", "sm_120", "rtx5090"), ("5090", "sm_120", "rtx5090"),
     ],
 )
 def test_names_resolve(name, expected, sku):
@@ -152,7 +157,7 @@ def test_unknown_name_without_close_match_points_to_the_list():
 
 def test_capability_without_profile_is_named():
     with pytest.raises(UnknownArchError, match=r"unknown architecture 'sm_87': no profile for compute capability 8\.7 "
-                       r"\(profiles exist for 8\.0, 8\.6, 8\.9, 9\.0; see 'kernelrules arch list'\)"):
+                       r"\(profiles exist for 8\.0, 8\.6, 8\.9, 9\.0, 10\.0, 12\.0; see 'kernelrules arch list'\)"):
         load_arch("sm_87")
 
 
@@ -233,9 +238,11 @@ def test_user_profile_loads_and_resolves(tmp_path):
     assert load_arch("8.7", extra_files=[str(path)]) is orin
     board = load_arch("AGX Orin", extra_files=[path])
     assert (board.sku, board.sku_data["sm_count"]) == ("agx-orin-64gb", 16)
-    assert [a.name for a in list_archs(extra_files=[path]) if a.vendor == "nvidia"] == ["sm_80", "sm_86", "sm_87", "sm_89", "sm_90"]
+    assert [a.name for a in list_archs(extra_files=[path]) if a.vendor == "nvidia"] == ["sm_80", "sm_86", "sm_87", "sm_89", "sm_90",
+                                                                                       "sm_100", "sm_120"]
     assert "agx-orin-64gb" in [a.sku for a in list_skus(extra_files=[path])]
-    assert [a.name for a in list_archs() if a.vendor == "nvidia"] == ["sm_80", "sm_86", "sm_89", "sm_90"]  # built-ins unchanged
+    assert [a.name for a in list_archs() if a.vendor == "nvidia"] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100",
+                                                                    "sm_120"]  # built-ins unchanged
 
 
 def test_user_profile_edits_are_picked_up(tmp_path):
@@ -440,6 +447,8 @@ def test_unverified_figures_are_declared():
         ("rtx3090", "fp16_tensor_tflops_dense"), ("rtx3090", "bf16_tensor_tflops_dense"),
         ("l40s", "l2_bytes"),
         ("h200", "fp16_tensor_tflops_dense"), ("h200", "bf16_tensor_tflops_dense"),
+        ("b200", "l2_bytes"),
+        ("rtx5090", "fp16_tensor_tflops_dense"), ("rtx5090", "bf16_tensor_tflops_dense"),
         ("mi300a", "fp16_tensor_tflops_dense"), ("mi300a", "bf16_tensor_tflops_dense"), ("mi300a", "fp32_tflops"),
         ("mi325x", "fp16_tensor_tflops_dense"), ("mi325x", "bf16_tensor_tflops_dense"), ("mi325x", "fp32_tflops"),
     }
@@ -570,8 +579,9 @@ def test_dot_limits_match_triton():
 OCC_PROGRAM = r"""
 #include "cuda_occupancy.h"
 #include <stdio.h>
+#include <stdlib.h>
 int main(int argc, char **argv) {
-    int major = argv[1][0] - '0', minor = argv[1][1] - '0';
+    int major = atoi(argv[1]), minor = atoi(argv[2]);
     cudaOccDeviceProp p; p.computeMajor = major; p.computeMinor = minor;
     cudaOccFuncAttributes attr; attr.numBlockBarriers = 1;
     int blocks, smem_gran, reg_gran, subp, barriers;
@@ -610,7 +620,8 @@ def occupancy_probe(tmp_path_factory):
 
 @pytest.mark.parametrize("arch", NVIDIA_ARCHS, ids=lambda a: a.name)
 def test_limits_match_the_cuda_occupancy_calculator(arch, occupancy_probe):
-    digits = arch.compute_capability.replace(".", "")
-    result = json.loads(subprocess.run([str(occupancy_probe), digits], capture_output=True, text=True, check=True).stdout)
+    major, minor = arch.compute_capability.split(".")
+    result = json.loads(subprocess.run([str(occupancy_probe), major, minor], capture_output=True, text=True,
+                                       check=True).stdout)
     assert {k: arch.flat()[k] for k in result} == result
     assert result["shared_memory_carveout_steps"][-1] == arch.limits["shared_memory_per_sm"]
