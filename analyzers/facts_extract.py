@@ -2,7 +2,7 @@
 
 ``extract(asm, metadata)`` reads ``asm`` (``CompiledKernel.asm``: ``ttir``,
 ``ttgir``, ``ptx``, ``cubin``; optionally ``ptxas_log``, the output of
-``ptxas -v``) and ``metadata`` (``CompiledKernel.metadata`` as a dict) and returns a
+``ptxas -v``; on AMD ``amdgcn``, read by :mod:`.amdgcn`) and ``metadata`` (``CompiledKernel.metadata`` as a dict) and returns a
 JSON-ready dict. A fact that cannot be determined (artifact missing, tool missing)
 is absent, never ``None``; expected failures are listed under ``analysis_errors``.
 See docs/analyzers.md for every fact, its type and its source.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from . import amdgcn as amdgcn_reader
 from . import ptx as ptx_reader
 from . import sass
 from .irgraph import ASYNC_LOAD_OPS, TMA_LOAD_OPS, DotInfo, IrGraph
@@ -37,6 +38,8 @@ def extract(asm: Mapping[str, Any], metadata: Mapping[str, Any], run_tools: bool
         _guard(errors, "ir", lambda: facts.update(ir_facts(asm.get("ttgir"), asm.get("ttir"), metadata)))
     if asm.get("ptx"):
         facts.update(ptx_facts(ptx_reader.parse(asm["ptx"])))
+    if asm.get("amdgcn"):
+        facts.update(amdgcn_reader.facts(amdgcn_reader.parse(asm["amdgcn"])))
     if run_tools and isinstance(asm.get("cubin"), (bytes, bytearray)):
         _guard(errors, "cubin", lambda: facts.update(sass_facts(bytes(asm["cubin"]), timeout, sass_histogram)))
     if asm.get("ptxas_log"):

@@ -170,6 +170,13 @@ def check_config(
     dtype: Optional[List[str]] = typer.Option(
         None, "--dtype", help="Element dtype the kernel uses (fp16, bf16, fp8e4nv, ...); repeatable."
     ),
+    kernel_file: Optional[str] = typer.Option(
+        None, "--kernel", help="Judge the config on this kernel, FILE.py or FILE.py:NAME: predictions and a cross-compile."
+    ),
+    space_file: Optional[Path] = typer.Option(
+        None, "--space", help="Judge the config on the kernel of this space file (its signature and fixed values)."
+    ),
+    no_compile: bool = typer.Option(False, "--no-compile", help="With --kernel/--space: predictions only, no compile."),
     output: OutputFormat = FormatOption,
 ) -> None:
     """Judge one config on one architecture with every rule that can judge it."""
@@ -180,12 +187,42 @@ def check_config(
     target = load_arch(arch, extra_files=tuple(arch_file or ()))
     config = KernelConfig.parse_assignments(assignments)
     kernel = {"dtypes": list(dtype)} if dtype else None
-    verdict = default_engine().check(config, target, kernel=kernel)
+    facts = None
+    if kernel_file or space_file:
+        from .check_kernel import check_on_kernel
+
+        checked = check_on_kernel(config, target, kernel=kernel_file, space=str(space_file) if space_file else None,
+                                  compile=not no_compile)
+        verdict, facts = checked.record.verdict, checked.record.facts
+    else:
+        verdict = default_engine().check(config, target, kernel=kernel)
     if output is OutputFormat.json:
-        _echo_json(verdict.to_json())
+        data = verdict.to_json()
+        if facts is not None:
+            from .prune import REPORTED_FACTS
+
+            data["facts"] = {k: facts[k] for k in (*REPORTED_FACTS, *_AMD_FACTS) if k in facts}
+        _echo_json(data)
     else:
         _print_verdict(verdict, target)
+        if facts:
+            _print_facts(facts)
+        if kernel_file and checked.guessed:
+            guessed = ", ".join(f"{k}={v}" for k, v in checked.guessed.items())
+            typer.echo(f"  judged with guessed constexpr values {guessed}; give them on the command line")
     raise typer.Exit(1 if verdict.rejected else 0)
+
+
+#: Facts check-config shows for AMD targets besides prune's.
+_AMD_FACTS = ("vgpr_need", "vgpr_spill_count", "scratch_bytes", "agpr_count", "waves_per_simd", "mfma_count", "fma_count")
+
+
+def _print_facts(facts) -> None:
+    """One line of the facts that explain a verdict on a real kernel."""
+    keys = ("origin", "shared_bytes", "registers", "vgpr_need", "spill_bytes", "vgpr_spill_count", "mma_path",
+            "active_warps_per_sm", "waves_per_simd", "occupancy_limiter", "compile_message")
+    shown = ", ".join(f"{k}={facts[k]}" for k in keys if facts.get(k) not in (None, ""))
+    typer.echo(f"  facts: {shown}")
 
 
 def _print_verdict(verdict, target) -> None:

@@ -47,12 +47,16 @@ def occupancy_facts(arch: Any, *, num_warps: int, registers: int, shared_bytes: 
     """Resident blocks and warps per SM and the limiting resource."""
     limits = OccupancyLimits.from_mapping(arch.flat())
     result = occupancy(limits, num_warps=num_warps, registers_per_thread=registers, shared_bytes=shared_bytes)
-    return {
+    facts = {
         "active_blocks_per_sm": result.active_blocks_per_sm,
         "active_warps_per_sm": result.active_warps_per_sm,
         "occupancy": round(result.occupancy, 4),
         "occupancy_limiter": result.limiter,
     }
+    simds = arch.flat().get("simds_per_cu")
+    if simds:  # AMD: the same arithmetic is AMD's occupancy formula; report it per SIMD as well
+        facts["waves_per_simd"] = round(result.active_warps_per_sm / simds, 2)
+    return facts
 
 
 def bank_conflict_ways(shared_layouts: list[Mapping[str, Any]]) -> int | None:

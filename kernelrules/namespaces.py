@@ -29,7 +29,7 @@ FACTS: dict[str, str] = {
     "local_memory_ops": "LDL + STL instructions in the SASS",
     "num_warps": "warps per block the kernel was compiled for",
     # the dot
-    "mma_path": "tensor-core path of the kernel's tl.dot: 'wgmma', 'mma_sync' or 'none'",
+    "mma_path": "tensor-core path of the kernel's tl.dot: 'wgmma', 'mma_sync', 'mfma' (AMD) or 'none'",
     "dot_count": "number of dots in the kernel",
     "dot_m": "M of the largest dot",
     "dot_n": "N of the largest dot",
@@ -65,6 +65,25 @@ FACTS: dict[str, str] = {
     "dot_under_branch_locations": "source locations of dots under a data-dependent branch",
     "analysis_errors": "analyzer steps that could not run (missing tool, unparsable artifact)",
     "instruction_counts": "headline instruction counts from PTX and SASS",
+    # AMD (gfx942): read from the amdgcn text by analyzers/amdgcn.py
+    "vgpr_count": "AMD: VGPRs per lane, arch VGPRs plus AGPRs (.vgpr_count; also 'registers')",
+    "arch_vgpr_count": "AMD: arch VGPRs per lane (; NumVgprs)",
+    "agpr_count": "AMD: accumulation VGPRs per lane (.agpr_count)",
+    "vgpr_need": "AMD: VGPRs per lane the kernel uses without its waves_per_eu cap (a compile without it)",
+    "vgpr_spill_count": "AMD: VGPRs LLVM spilled to scratch (.vgpr_spill_count)",
+    "sgpr_count": "AMD: scalar registers per wave (.sgpr_count)",
+    "sgpr_spill_count": "AMD: SGPRs spilled (.sgpr_spill_count)",
+    "scratch_bytes": "AMD: scratch (private segment) bytes per lane (.private_segment_fixed_size; also 'spill_bytes')",
+    "max_flat_workgroup_size": "AMD: the workgroup size the code was compiled for (num_warps x 64)",
+    "llvm_occupancy_waves_per_simd": "AMD: LLVM's '; Occupancy:' comment, waves per SIMD by registers before workgroup granularity",
+    "waves_per_simd": "AMD: resident waves per SIMD by the occupancy arithmetic (active_warps_per_sm / 4)",
+    "mfma_instructions": "AMD: v_mfma instructions in the amdgcn and their counts",
+    "mfma_count": "AMD: v_mfma instructions in the amdgcn",
+    "fma_count": "AMD: plain vector FMA instructions (v_fma_*, v_fmac_*, v_pk_fma_*)",
+    "lds_loads": "AMD: LDS read instructions (ds_read*)",
+    "lds_stores": "AMD: LDS write instructions (ds_write*)",
+    "spill_store_instructions": "AMD: scratch stores marked as spills",
+    "spill_load_instructions": "AMD: scratch loads marked as reloads",
 }
 
 #: Kernel-level facts known without compiling (from the launch signature).

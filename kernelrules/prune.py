@@ -97,9 +97,11 @@ class KernelTarget:
         """The compile job of one config on one architecture."""
         options = {k: getattr(config, k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")
                    if getattr(config, k) is not None}
+        target = getattr(arch, "triton_target", None) or ("cuda", arch.sm, arch.flat().get("warp_size", 32))
+        if target[0] == "hip":  # waves_per_eu, matrix_instr_nonkdim, kpack: real HIP backend options
+            options.update(config.backend_options)
         return CompileJob(path=str(Path(self.path).resolve()), kernel=self.name, signature=dict(self.signature),
-                          constexprs=dict(config.constexprs), options=options,
-                          target=("cuda", arch.sm, arch.flat().get("warp_size", 32)), timeout=timeout,
+                          constexprs=dict(config.constexprs), options=options, target=tuple(target), timeout=timeout,
                           analyze=True)
 
 
@@ -221,16 +223,36 @@ class Pruner:
         if compile:
             survivors = [r for r in records if not r.verdict.rejected]
             results = self.compile_many([r.verdict.config for r in survivors], arch, f"compiling {arch.name}")
-            for record, result in zip(survivors, results):
+            needs = self.vgpr_need([r.verdict.config for r in survivors], results, arch)
+            for record, result, need in zip(survivors, results, needs):
                 config = record.verdict.config
                 facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=self.timeout,
                                        predicted=record.facts)
+                if need is not None and result.ok:
+                    facts["vgpr_need"] = need
                 verdict = self.engine.check(config, arch, kernel=kernel, facts=facts, problem=problem,
                                             facts_fn=predict, stage="compiled")
                 verdict.stage = "compiled"
                 record.verdict, record.facts = verdict, facts
             self._confirm_repairs([r for r in records if r.verdict.repair is not None], arch, kernel, problem)
         return records, model
+
+    def vgpr_need(self, configs: Sequence[KernelConfig], results: Sequence[CompileResult], arch: Any) -> list:
+        """On AMD, the VGPRs each compiled config needs without its ``waves_per_eu`` cap.
+
+        A config without ``waves_per_eu`` needs what it uses; one with it is compiled
+        once more without it (the reference the cap is judged against). None where
+        unknown, and on NVIDIA.
+        """
+        if getattr(arch, "vendor", "nvidia") != "amd":
+            return [None] * len(configs)
+        needs = [(r.facts or {}).get("registers") if r.ok else None for r in results]
+        capped = [i for i, c in enumerate(configs) if c.backend_options.get("waves_per_eu") and results[i].ok]
+        if capped:
+            plain = [configs[i].replace({}, remove=["waves_per_eu"]) for i in capped]
+            for i, ref in zip(capped, self.compile_many(plain, arch, f"compiling {arch.name} without waves_per_eu")):
+                needs[i] = (ref.facts or {}).get("registers") if ref.ok else None
+        return needs
 
     def _confirm_repairs(self, records: list[PruneRecord], arch: Any, kernel: Mapping[str, Any],
                          problem: Mapping[str, Any]) -> None:

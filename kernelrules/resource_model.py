@@ -21,7 +21,7 @@ microseconds:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -107,11 +107,16 @@ class ResourceModel:
     paths: dict[str, tuple[AllocTerm, ...]]
     probes: list[dict[str, Any]] = field(default_factory=list)
     wgmma_m_multiple: int = 64
+    mfma: bool = False  # AMD: tl.dot lowers to MFMA (path "mfma")
+    warp_size: int = 32
+    default_num_stages: int = 3
 
     def mma_path(self, values: Mapping[str, Any], num_warps: int) -> str:
         """The tensor-core path Triton will take for this config."""
         if not self.dots or all(d.lowering == "fma" for d in self.dots):
             return "none"
+        if self.mfma:
+            return "mfma"
         if self.sm < 90 or self.sm >= 100:
             return "mma_sync"
         m = max(d.m.value(values) for d in self.dots if d.lowering != "fma")
@@ -134,13 +139,15 @@ class ResourceModel:
 
     def predict(self, config: KernelConfig, defaults: Mapping[str, int] | None = None) -> dict[str, Any]:
         """Predicted facts for one config (plain values, ready for rules as ``facts.*``)."""
-        defaults = defaults or {"num_warps": 4, "num_stages": 3}
+        defaults = defaults or {"num_warps": 4, "num_stages": self.default_num_stages}
         values = config.constexprs
         num_warps = config.num_warps or defaults["num_warps"]
         num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
         try:
             path = self.mma_path(values, num_warps)
-            shared = sum(t.bytes(values, num_stages) for t in self.allocations(path))
+            sizes = [t.bytes(values, num_stages) for t in self.allocations(path)]
+            # AMD without pipelining (num_stages 1): each operand is staged in LDS in turn, not together
+            shared = max(sizes, default=0) if self.mfma and num_stages <= 1 else sum(sizes)
             scratch = max((d.m.value(values) * d.n.value(values) * 4 for d in self.dots), default=0)
             facts: dict[str, Any] = {
                 "predicted": True,
@@ -152,7 +159,7 @@ class ResourceModel:
             if self.dots:
                 largest = max(self.dots, key=lambda d: d.m.value(values) * d.n.value(values))
                 m, n, k = largest.m.value(values), largest.n.value(values), largest.k.value(values)
-                threads = 32 * num_warps
+                threads = self.warp_size * num_warps
                 facts["accumulator_registers_per_thread"] = m * n * largest.acc_bits // 32 // threads
                 bits = _dtype_bits(largest.a_dtype)
                 facts["operand_registers_per_thread"] = (m * k + k * n) * bits // 32 // threads
@@ -316,6 +323,9 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
         raise ModelError("no probe compiled")
     names = _numeric_names(probes)
     dots = _learn_dots(probes, names)
+    mfma = getattr(arch, "vendor", "nvidia") == "amd"
+    if mfma:  # the probes read "mma_sync" for any non-wgmma MMA; on AMD it is MFMA
+        probes = [replace(p, path="mfma") if p.path == "mma_sync" else p for p in probes]
     by_path: dict[str, list[Probe]] = {}
     for probe in probes:
         by_path.setdefault(probe.path, []).append(probe)
@@ -328,6 +338,9 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
         paths=paths,
         probes=[{"config": p.config.to_dict(), "path": p.path} for p in probes],
         wgmma_m_multiple=int(features.get("wgmma_m_multiple", 64) or 64),
+        mfma=mfma,
+        warp_size=int(arch.namespace().get("warp_size", 32) or 32),
+        default_num_stages=int(arch.namespace().get("default_num_stages", 3) or 3),
     )
 
 
