@@ -12,10 +12,12 @@ does), so precompiling never changes which configs are timed or what they measur
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from typing import Any, Mapping, Sequence
 
+from .errors import UnknownArchError
 from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
 
 
@@ -34,48 +36,71 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+def launching_arch() -> Any:
+    """The architecture kernels will launch on ($KERNELRULES_ARCH, else the GPU), or None without one."""
+    from .errors import KernelrulesError
+
+    try:
+        return resolve_arch(None)
+    except (KernelrulesError, ImportError, RuntimeError):
+        return None
+
+
 def precompile(kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arch: Any = None, *,
-               jobs: int | None = None, timeout: float = 30.0) -> int:
+               jobs: int | None = None, timeout: float = 30.0, context: Any = None) -> int:
     """Compile ``configs`` of ``kernel`` for the launch ``args`` into Triton's cache; return how many compiled.
 
     ``arch`` defaults to the current GPU (``$KERNELRULES_ARCH`` first), which is the
-    target whose cache entries the JIT will look up.
+    target whose cache entries the JIT will look up. ``context``, an
+    :class:`~kernelrules.autotune_context.AutotuneContext`, compiles in its pool (whose
+    workers may be running already, and stay); without it a pool of up to ``jobs``
+    workers is started and stopped for the call.
     """
     from .pool import CompilePool
 
     kernel = kernel_object(kernel)
     fn, target_arch = jit_function(kernel), resolve_arch(arch)
     signature, constexprs = launch_signature(fn, args)
-    judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args)  # for prepare(): no compile
-    try:
+    with contextlib.ExitStack() as stack:
+        if context is not None:
+            pool = stack.enter_context(context.pool())
+        else:
+            workers = min(len(configs), jobs or os.cpu_count() or 1)
+            pool = stack.enter_context(CompilePool(max_workers=workers, timeout=timeout, cache=None))
+        judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args, pool=pool)  # prepare()
         compile_jobs = [judge.target.job(judge.prepare(c), target_arch, timeout) for c in configs]
-    finally:
-        judge.close()
-    workers = min(len(compile_jobs), jobs or os.cpu_count() or 1)
-    compiled = 0
-    with CompilePool(max_workers=workers, timeout=timeout, cache=None, triton_cache_dir=triton_cache_dir()) as pool:
-        for job, result in pool.run(compile_jobs):
+        compiled = 0
+        for job, result in pool.run(compile_jobs, cache=None, triton_cache_dir=triton_cache_dir()):
             compiled += result.ok
             if not result.ok:
                 log.info("kernelrules: precompile of %s: %s (left to Triton)", job.describe(), result.error_kind)
     return compiled
 
 
-def precompile_before_timing(tuner: Any, *, jobs: int | None = None, timeout: float = 30.0) -> Any:
+def precompile_before_timing(tuner: Any, *, jobs: int | None = None, timeout: float = 30.0,
+                             context: Any = None) -> Any:
     """Make ``tuner`` (Triton's Autotuner) precompile the configs it keeps before timing them.
 
     Wraps the instance's ``prune_configs``, which Triton calls once per new tuning key
     with the final list. The target is the GPU that launches (``$KERNELRULES_ARCH``
-    first), whatever architecture the rules judged for. Any problem becomes a warning
-    and tuning goes on unchanged.
+    first), whatever architecture the rules judged for; with neither, nothing is
+    precompiled (nothing can launch). Any problem becomes a warning and tuning goes on
+    unchanged. ``context`` is the tuner's
+    :class:`~kernelrules.autotune_context.AutotuneContext` (``kernelrules.autotune``
+    passes it): the compiles then run in its pool.
     """
     original = tuner.prune_configs
 
     def prune_configs(kwargs: dict, *rest: Any, **more: Any) -> list:
         kept = original(kwargs, *rest, **more)
-        if len(kept) > 1 and not interpreting():
+        if len(kept) > 1 and not interpreting() and launching_arch() is not None:
             try:
-                precompile(tuner, kept, {**tuner.nargs, **kwargs}, None, jobs=jobs, timeout=timeout)
+                target = resolve_arch(None)
+            except UnknownArchError:  # no GPU here and none named: nothing will launch, nothing to compile for
+                log.info("kernelrules: precompile skipped: no GPU and no $KERNELRULES_ARCH")
+                return kept
+            try:
+                precompile(tuner, kept, {**tuner.nargs, **kwargs}, target, jobs=jobs, timeout=timeout, context=context)
             except Exception as exc:  # never break the user's autotuning
                 warnings.warn(f"kernelrules: precompile skipped ({type(exc).__name__}: {exc})", stacklevel=2)
         return kept
