@@ -21,6 +21,8 @@ from .mlir_text import dtype_bits
 from .ptx import PtxListing
 
 _MMA_PATHS = (("tcgen05_mma", "tcgen05"), ("wgmma", "wgmma"), ("mma_sync", "mma_sync"))
+#: Dots that accumulate in tensor memory (Blackwell sm_100 tcgen05.mma).
+TCGEN05_DOT_OPS = frozenset({"ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled"})
 _TMA_OPS = TMA_LOAD_OPS | {"ttng.async_tma_copy_local_to_global", "ttng.async_tma_scatter",
                            "ttng.async_tma_reduce"}
 
@@ -31,13 +33,17 @@ def extract(asm: Mapping[str, Any], metadata: Mapping[str, Any], run_tools: bool
     ``sass_histogram=True`` always disassembles for the full opcode histogram."""
     facts: dict[str, Any] = {}
     errors: list[str] = []
-    for fact, key in (("shared_bytes", "shared"), ("num_warps", "num_warps")):
+    for fact, key in (("shared_bytes", "shared"), ("num_warps", "num_warps"), ("tensor_memory_columns", "tmem_size")):
         if isinstance(metadata.get(key), int):
             facts[fact] = metadata[key]
     if asm.get("ttgir") or asm.get("ttir"):
         _guard(errors, "ir", lambda: facts.update(ir_facts(asm.get("ttgir"), asm.get("ttir"), metadata)))
     if asm.get("ptx"):
-        facts.update(ptx_facts(ptx_reader.parse(asm["ptx"])))
+        listing = ptx_reader.parse(asm["ptx"])
+        facts.update(ptx_facts(listing))
+        if "tensor_memory_columns" not in facts:  # metadata without tmem_size: read tcgen05.alloc
+            columns = listing.tensor_memory_columns()
+            facts["tensor_memory_columns"] = columns or 0
     if asm.get("amdgcn"):
         facts.update(amdgcn_reader.facts(amdgcn_reader.parse(asm["amdgcn"])))
     if run_tools and isinstance(asm.get("cubin"), (bytes, bytearray)):
@@ -156,10 +162,15 @@ def _unpipelined_loads(graph: IrGraph, dot: DotInfo) -> list[Operation]:
 
 
 def _accumulators_per_thread(graph: IrGraph, dots: list[DotInfo], metadata: Mapping[str, Any]) -> int | None:
-    """M·N / (threads per warp · warps) for the largest dot (fp32 accumulator registers)."""
+    """M·N / (threads per warp · warps) for the largest dot (fp32 accumulator registers).
+
+    A tcgen05 dot (sm_100) accumulates in tensor memory, not in registers: it counts 0.
+    """
     warps = metadata.get("num_warps") or graph.module.num_warps
     lanes = metadata.get("warp_size") or graph.module.threads_per_warp or 32
-    sizes = [m * n for m, n, _ in (d.mnk for d in dots) if m and n]
+    if dots and all(d.op.name in TCGEN05_DOT_OPS for d in dots):
+        return 0
+    sizes = [m * n for m, n, _ in (d.mnk for d in dots if d.op.name not in TCGEN05_DOT_OPS) if m and n]
     if not sizes or not warps:
         return None
     return -(-max(sizes) // (lanes * warps))

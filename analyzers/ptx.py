@@ -2,7 +2,8 @@
 
 Counts are static (instructions in the listing, not executed ones). The classes
 rules care about: tensor-core MMAs (``mma.sync`` with shape and types,
-``wgmma.mma_async``, ``tcgen05.mma``), scalar float math (``fma``/``mul``/``add``
+``wgmma.mma_async``, ``tcgen05.mma``; the other ``tcgen05`` tensor-memory instructions
+by kind), scalar float math (``fma``/``mul``/``add``
 by type), shared-memory traffic with its width in bits (``st.shared.v4.b32`` =
 128), ``ldmatrix``/``stmatrix``, ``cp.async`` by copy size, TMA
 (``cp.async.bulk.tensor``), global loads/stores by width and barriers. Each
@@ -88,6 +89,13 @@ class PtxListing:
                 groups[(kind, *mma_shape_types(instr.opcode))] += 1
         return [{"kind": k, "shape": s, "types": t, "count": n} for (k, s, t), n in sorted(groups.items())]
 
+    def tensor_memory_columns(self) -> int | None:
+        """Columns of tensor memory the kernel allocates (``tcgen05.alloc ... [dst], N;``,
+        summed over the allocations); None when it allocates none."""
+        columns = [int(n, 0) for i in self.instructions if i.opcode.startswith("tcgen05.alloc")
+                   for n in re.findall(r",\s*(0x[0-9a-fA-F]+|\d+)\s*$", i.operands)]
+        return sum(columns) if columns else None
+
     def float_ops(self) -> Counter:
         """Scalar/packed float ``fma``/``mul``/``add``/``sub`` by ``op.type`` (``fma.f32``)."""
         found: Counter = Counter()
@@ -152,6 +160,8 @@ def classify(opcode: str) -> str | None:
         return "wgmma"
     if opcode.startswith("tcgen05.mma"):
         return "tcgen05_mma"
+    if opcode.startswith("tcgen05."):  # tensor memory: alloc/dealloc, ld/st/cp, commit, wait (sm_100)
+        return "tcgen05_" + opcode.split(".")[1].split("::")[0]
     if opcode.startswith("cp.async.bulk.tensor"):
         return "tma_store" if ".global.shared" in opcode else "tma_load"
     if opcode.startswith(("cp.async.ca.", "cp.async.cg.")):

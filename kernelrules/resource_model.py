@@ -5,17 +5,21 @@ allocations (``ttg.local_alloc``) and its dots in Triton's own IR. Matching each
 dimension against the probes' constexpr values turns them into formulas of the
 constexprs (``128x64xf16`` becomes ``BLOCK_M x BLOCK_K x 2 bytes``), and comparing
 the leading buffer count with ``num_stages`` gives how many pipeline buffers this
-architecture and MMA path allocate (Triton 3.6: ``num_stages - 1`` on sm_8x and on
-Hopper's mma.sync fallback, ``num_stages`` for Hopper's wgmma). Then, per config, in
-microseconds:
+architecture and MMA path allocate (Triton 3.6: ``num_stages - 1`` on sm_8x, sm_120
+and the mma.sync fallbacks, ``num_stages`` for Hopper's wgmma and Blackwell's tcgen05,
+which also allocates two 8-byte mbarriers). Then, per config, in microseconds:
 
 - ``shared_bytes``: the pipeline and staging buffers (a lower bound, exact whenever
   the buffers outweigh the epilogue scratch);
 - ``shared_bytes_max``: an upper bound that also covers the epilogue's layout
   conversion of the accumulator (``M x N x 4`` bytes at most);
-- ``accumulator_registers_per_thread``: fp32 accumulators per thread of the largest dot;
-- ``mma_path``: ``wgmma``, ``mma_sync`` or ``none``, with Hopper's wgmma rule (M a
-  multiple of 64 and whole warpgroups).
+- ``accumulator_registers_per_thread``: fp32 accumulators per thread of the largest dot
+  (0 on tcgen05, whose accumulator lives in tensor memory);
+- ``tensor_memory_columns``: tensor-memory columns the tcgen05 accumulators allocate
+  (:func:`tmem_columns`: ``N x ceil(M / 128)`` 32-bit columns for M >= 128, at least 32);
+- ``mma_path``: ``tcgen05``, ``wgmma``, ``mma_sync`` or ``none``, with Hopper's wgmma
+  rule (M a multiple of 64 and whole warpgroups) and Blackwell's tcgen05 rule (M a
+  multiple of 64, 4 or 8 warps, floating-point operands).
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ from .config import KernelConfig
 
 #: The number of pipeline stages the probes are compiled with (>= 3, so the offset is visible).
 PROBE_STAGES = 3
+
+#: MMA paths whose pipeline holds ``num_stages`` buffers per dot operand (one more than mma.sync).
+FULL_BUFFER_PATHS = ("wgmma", "tcgen05")
+#: TTGIR ops of Blackwell dots that accumulate in tensor memory.
+TCGEN05_OPS = ("ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled")
+#: Tensor memory is allocated in 32-bit columns of 128 lanes, at least 32 per allocation.
+TMEM_LANES, TMEM_MIN_COLUMNS = 128, 32
 
 
 class ModelError(ValueError):
@@ -110,6 +121,10 @@ class ResourceModel:
     mfma: bool = False  # AMD: tl.dot lowers to MFMA (path "mfma")
     warp_size: int = 32
     default_num_stages: int = 3
+    tcgen05: bool = False
+    tcgen05_m_multiple: int = 64
+    tcgen05_num_warps: tuple[int, ...] = (4, 8)
+    barriers: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (mbarriers, bytes each)
 
     def mma_path(self, values: Mapping[str, Any], num_warps: int) -> str:
         """The tensor-core path Triton will take for this config."""
@@ -117,12 +132,30 @@ class ResourceModel:
             return "none"
         if self.mfma:
             return "mfma"
+        mma = [d for d in self.dots if d.lowering != "fma"]
+        m = max(d.m.value(values) for d in mma)
+        if self.tcgen05:
+            # Triton 3.6 AccelerateMatmul, MMA v5: M a multiple of 64, 4 or 8 warps (tensor-memory
+            # loads and stores), N a multiple of 8, floating-point operands; else MMA v2.
+            n = min(d.n.value(values) for d in mma)
+            floating = all(not (d.a_dtype or "f").startswith(("i", "ui")) for d in mma)
+            if (m >= self.tcgen05_m_multiple and m % self.tcgen05_m_multiple == 0 and n % 8 == 0
+                    and num_warps in self.tcgen05_num_warps and floating):
+                return "tcgen05"
+            return "mma_sync"
         if self.sm < 90 or self.sm >= 100:
             return "mma_sync"
-        m = max(d.m.value(values) for d in self.dots if d.lowering != "fma")
         if m >= self.wgmma_m_multiple and m % self.wgmma_m_multiple == 0 and num_warps % 4 == 0:
             return "wgmma"
         return "mma_sync"
+
+    def tensor_memory_columns(self, values: Mapping[str, Any], path: str) -> int:
+        """Tensor-memory columns of the accumulators on the tcgen05 path (0 on any other path):
+        Triton's ``metadata.tmem_size``, the sum over the accumulators of :func:`tmem_columns`."""
+        if path != "tcgen05":
+            return 0
+        return sum(tmem_columns(d.m.value(values), d.n.value(values), d.acc_bits)
+                   for d in self.dots if d.lowering != "fma")
 
     def allocations(self, path: str) -> tuple[AllocTerm, ...]:
         """The allocation formulas of a path; an unprobed path borrows another's with its own offset."""
@@ -131,7 +164,7 @@ class ResourceModel:
         if not self.paths:
             return ()
         other_path, terms = next(iter(self.paths.items()))
-        shift = (0 if path == "wgmma" else -1) - (0 if other_path == "wgmma" else -1)
+        shift = (0 if path in FULL_BUFFER_PATHS else -1) - (0 if other_path in FULL_BUFFER_PATHS else -1)
         return tuple(
             AllocTerm(t.dims, t.element_bits, None if t.stage_offset is None else t.stage_offset + shift, t.count)
             for t in terms
@@ -148,6 +181,9 @@ class ResourceModel:
             sizes = [t.bytes(values, num_stages) for t in self.allocations(path)]
             # AMD without pipelining (num_stages 1): each operand is staged in LDS in turn, not together
             shared = max(sizes, default=0) if self.mfma and num_stages <= 1 else sum(sizes)
+            if path in self.barriers:  # Blackwell's mbarriers: one without pipelining, else the probes' count
+                count, each = self.barriers[path]
+                shared += min(count, max(1, num_stages)) * each
             scratch = max((d.m.value(values) * d.n.value(values) * 4 for d in self.dots), default=0)
             facts: dict[str, Any] = {
                 "predicted": True,
@@ -156,11 +192,14 @@ class ResourceModel:
                 "shared_bytes_max": max(shared, scratch),
                 "mma_path": path,
             }
+            if self.tcgen05:
+                facts["tensor_memory_columns"] = self.tensor_memory_columns(values, path)
             if self.dots:
                 largest = max(self.dots, key=lambda d: d.m.value(values) * d.n.value(values))
                 m, n, k = largest.m.value(values), largest.n.value(values), largest.k.value(values)
                 threads = self.warp_size * num_warps
-                facts["accumulator_registers_per_thread"] = m * n * largest.acc_bits // 32 // threads
+                in_registers = path != "tcgen05"  # tcgen05 accumulates in tensor memory
+                facts["accumulator_registers_per_thread"] = m * n * largest.acc_bits // 32 // threads * in_registers
                 bits = _dtype_bits(largest.a_dtype)
                 facts["operand_registers_per_thread"] = (m * k + k * n) * bits // 32 // threads
                 facts["register_demand_per_thread"] = (facts["accumulator_registers_per_thread"]
@@ -178,9 +217,29 @@ class ResourceModel:
         return {
             "arch": self.arch,
             "dots": [f"{d.m} x {d.n} x {d.k} ({d.a_dtype}, {d.lowering})" for d in self.dots],
-            "shared": {path: [t.describe() for t in terms] for path, terms in self.paths.items()},
+            "shared": {path: [t.describe() for t in terms]
+                       + ([f"min({self.barriers[path][0]}, num_stages) x {self.barriers[path][1]} B (mbarriers)"]
+                          if path in self.barriers else [])
+                       for path, terms in self.paths.items()},
             "probes": self.probes,
         }
+
+
+def tmem_columns(m: int, n: int, acc_bits: int = 32) -> int:
+    """32-bit tensor-memory columns of one M x N tcgen05 accumulator (Triton 3.6).
+
+    Its ``tensor_memory_encoding`` has blockM = 64 when M is 64 (else 128 lanes) and
+    blockN = min(N, 256); each block takes blockN columns of the 128 lanes, two 64-row
+    blocks share them, and an allocation is at least 32 columns. Measured on sm_100:
+    64x256 and 64x512 take 256 columns, 128x256 and 256x128 take 256, 256x256 takes 512,
+    M x 16 takes 32.
+    """
+    block_m = 64 if m <= 64 else TMEM_LANES
+    block_n = min(n, 256)
+    blocks = -(-m // block_m) * -(-n // block_n)
+    if block_m == 64:
+        blocks = -(-blocks // 2)
+    return max(TMEM_MIN_COLUMNS, -(-block_n * acc_bits // 32) * blocks)
 
 
 @lru_cache(maxsize=64)
@@ -205,32 +264,52 @@ class Probe:
     path: str
     dots: list[tuple[tuple[int, int, int], str | None, int, str]]  # (m, n, k), a dtype, acc bits, lowering
     allocs: list[tuple[tuple[int, ...], int, int]]  # (buffer shape, element bits, number of buffers)
+    barriers: tuple[int, int] | None = None  # (mbarriers, bytes each) of the 64-bit barrier allocations
+
+
+def _path(dots: list, ops: set[str]) -> str:
+    """The probe's MMA path from its dot ops."""
+    if not dots or all(d[3] == "fma" for d in dots):
+        return "none"
+    if ops & set(TCGEN05_OPS):
+        return "tcgen05"
+    return "wgmma" if "ttng.warp_group_dot" in ops else "mma_sync"
+
+
+def _barriers(found: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """(count, bytes each) of the mbarrier allocations (i64 buffers), None without any."""
+    if not found:
+        return None
+    return sum(count for count, _ in found), max(each for _, each in found)
 
 
 def read_probe(config: KernelConfig, ttgir: str) -> Probe:
     """Parse one probe's TTGIR into the shapes the model learns from."""
     graph = IrGraph.from_text(ttgir)
     dots = []
-    wgmma = False
+    ops: set[str] = set()
+    seen = set()
     for dot in graph.dots():
         m, n, k = dot.mnk
         if None in (m, n, k):
             continue
-        wgmma = wgmma or dot.op.name == "ttng.warp_group_dot"
+        if dot.location is not None:  # a dot Triton peeled out of its loop is the same tl.dot
+            if (str(dot.location), m, n, k) in seen:
+                continue
+            seen.add((str(dot.location), m, n, k))
+        ops.add(dot.op.name)
         acc_bits = 32
         if dot.c is not None and dot.c.dtype in ("f16", "bf16"):
             acc_bits = 16
         dots.append(((m, n, k), dot.a.dtype if dot.a else None, acc_bits, "fma" if dot.lowering == "fma" else "mma"))
+    buffers = graph.shared_layouts()
     allocs = [
         (tuple(b.buffer_shape), b.element_bits or 0, b.num_buffers)
-        for b in graph.shared_layouts()
+        for b in buffers
         if not b.is_barrier and b.element_bits
     ]
-    if not dots or all(d[3] == "fma" for d in dots):
-        path = "none"
-    else:
-        path = "wgmma" if wgmma else "mma_sync"
-    return Probe(config, path, dots, allocs)
+    barriers = _barriers([(b.num_buffers, (b.bytes or 0) // b.num_buffers) for b in buffers if b.is_barrier])
+    return Probe(config, _path(dots, ops), dots, allocs, barriers)
 
 
 _BITS = {"f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "f64": 64, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
@@ -241,24 +320,31 @@ def probe_from_facts(config: KernelConfig, facts: Mapping[str, Any]) -> Probe | 
     (its ``dots`` and ``shared_layouts``), without parsing the TTGIR again; None if absent."""
     if "dots" not in facts or "shared_layouts" not in facts:
         return None
-    dots, wgmma = [], False
+    dots, ops, seen = [], set(), set()
     for dot in facts["dots"]:
         m, n, k = dot.get("m"), dot.get("n"), dot.get("k")
         if None in (m, n, k):
             continue
-        wgmma = wgmma or dot.get("op") == "ttng.warp_group_dot"
+        if dot.get("location") is not None:  # a dot Triton peeled out of its loop is the same tl.dot
+            if (dot["location"], m, n, k) in seen:
+                continue
+            seen.add((dot["location"], m, n, k))
+        ops.add(dot.get("op"))
         acc_bits = 16 if (dot.get("c") or {}).get("dtype") in ("f16", "bf16") else 32
         lowering = "fma" if dot.get("lowering") == "fma" else "mma"
         dots.append(((m, n, k), (dot.get("a") or {}).get("dtype"), acc_bits, lowering))
-    allocs = []
+    allocs, barriers = [], []
     for buffer in facts["shared_layouts"]:
         dtype = buffer.get("dtype") or ""
         bits = _BITS.get(dtype) or (8 if dtype.startswith("f8") else 0)
-        if buffer.get("barrier") or not bits:
+        if buffer.get("barrier"):
+            count = int(buffer.get("num_buffers", 1))
+            barriers.append((count, int(buffer.get("bytes") or 0) // count))
+            continue
+        if not bits:
             continue
         allocs.append((tuple(buffer["buffer_shape"]), bits, int(buffer.get("num_buffers", 1))))
-    path = "none" if not dots or all(d[3] == "fma" for d in dots) else ("wgmma" if wgmma else "mma_sync")
-    return Probe(config, path, dots, allocs)
+    return Probe(config, _path(dots, ops), dots, allocs, _barriers(barriers))
 
 
 def _attribute(values_per_probe: Sequence[int], probes: Sequence[Probe], names: Sequence[str]) -> Dim:
@@ -330,6 +416,8 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
     for probe in probes:
         by_path.setdefault(probe.path, []).append(probe)
     paths = {path: _learn_allocs(group, names) for path, group in by_path.items()}
+    barriers = {path: max(p.barriers for p in group if p.barriers)
+                for path, group in by_path.items() if any(p.barriers for p in group)}
     features = arch.namespace()
     return ResourceModel(
         arch=arch.name,
@@ -341,6 +429,10 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
         mfma=mfma,
         warp_size=int(arch.namespace().get("warp_size", 32) or 32),
         default_num_stages=int(arch.namespace().get("default_num_stages", 3) or 3),
+        tcgen05=bool(features.get("tcgen05", False)),
+        tcgen05_m_multiple=int(features.get("tcgen05_m_multiple", 64) or 64),
+        tcgen05_num_warps=tuple(features.get("tcgen05_num_warps") or (4, 8)),
+        barriers=barriers,
     )
 
 
