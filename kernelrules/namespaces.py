@@ -29,7 +29,10 @@ FACTS: dict[str, str] = {
     "local_memory_ops": "LDL + STL instructions in the SASS",
     "num_warps": "warps per block the kernel was compiled for",
     # the dot
-    "mma_path": "tensor-core path of the kernel's tl.dot: 'wgmma', 'mma_sync', 'mfma' (AMD) or 'none'",
+    "mma_path": "tensor-core path of the kernel's tl.dot: 'tcgen05' (sm_100), 'wgmma' (sm_90), 'mma_sync', 'mfma' (AMD) "
+                "or 'none'",
+    "tensor_memory_columns": "32-bit tensor-memory columns (of 128 lanes) the kernel allocates: Triton's metadata.tmem_size "
+                             "(sm_100; 0 on other NVIDIA targets); predicted: the tcgen05 accumulators",
     "dot_count": "number of dots in the kernel",
     "dot_m": "M of the largest dot",
     "dot_n": "N of the largest dot",
@@ -38,7 +41,8 @@ FACTS: dict[str, str] = {
     "dot_operand_bits": "bits per element of the largest dot's A operand",
     "dot_fp32_fma": "a tl.dot lowered to scalar FMA (fp32 with input_precision='ieee')",
     "fp8_upcast": "fp8 dot operands converted to a wider type before the MMA",
-    "accumulator_registers_per_thread": "fp32 accumulator registers per thread of the largest tl.dot",
+    "accumulator_registers_per_thread": "fp32 accumulator registers per thread of the largest tl.dot "
+                                        "(0 on tcgen05: the accumulator lives in tensor memory)",
     "operand_registers_per_thread": "32-bit registers per thread holding the largest dot's A and B tiles",
     "register_demand_per_thread": "accumulator plus operand registers per thread: the predictor of ptxas blow-ups",
     "pipelined": "whether loads feeding tl.dot were turned into asynchronous copies",
