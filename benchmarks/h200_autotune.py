@@ -46,6 +46,9 @@ SWEEP = REPO / "benchmarks" / "results" / "h200_sweep_compile.jsonl"
 LAUNCHES = REPO / "benchmarks" / "results" / "h200_sweep_launch.jsonl"
 SIZE = 4096
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from h200_sweep import _count_triton_cache_misses  # noqa: E402
+
 
 def config_list(count: int, seed: int) -> list[dict]:
     """A seeded sample of the space without the configs that compiled for over 30 s in the sweep."""
@@ -72,22 +75,6 @@ def to_triton(config: dict):
 
     meta = {k: v for k, v in config.items() if k not in ("num_warps", "num_stages")}
     return triton.Config(meta, num_warps=config["num_warps"], num_stages=config["num_stages"])
-
-
-def count_triton_compiles() -> list[int]:
-    """Count compiles in this process (Triton cache misses): ``ASTSource.make_ir`` runs only
-    when ``triton.compile`` finds nothing in the cache."""
-    from triton.compiler import compiler
-
-    counter = [0]
-    original = compiler.ASTSource.make_ir
-
-    def counting(self, *args, **kwargs):
-        counter[0] += 1
-        return original(self, *args, **kwargs)
-
-    compiler.ASTSource.make_ir = counting
-    return counter
 
 
 def run_mode(mode: str, configs: list[dict], top_k: int) -> dict:
@@ -126,7 +113,7 @@ def run_mode(mode: str, configs: list[dict], top_k: int) -> dict:
         tuner[grid](a, b, c, SIZE, SIZE, SIZE, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                     c.stride(0), c.stride(1))
 
-    misses = count_triton_compiles()
+    misses = _count_triton_cache_misses()  # compiles in this process = Triton cache misses
     start = time.perf_counter()
     launch()
     torch.cuda.synchronize()
