@@ -197,11 +197,14 @@ class KernelJudge:
     ``@triton.heuristics`` functions see, besides the config (example arguments, or the
     signature). The resource model is learned at the first judgement and reused, so a
     judge that lives across many calls (an Optuna study) probes the kernel once.
+    ``pool`` and ``probe_results`` share a compile pool and probe compiles with other
+    users (a tuner's :class:`~kernelrules.autotune_context.AutotuneContext`); the judge
+    then leaves the pool running when it closes.
     """
 
     def __init__(self, kernel: Any, arch: Any, signature: Mapping[str, Any], fixed: Mapping[str, Any] | None = None,
                  *, heuristic_args: Mapping[str, Any] | None = None, compile: bool = False, jobs: int | None = None,
-                 timeout: float = 30.0, cache: Any = None) -> None:
+                 timeout: float = 30.0, cache: Any = None, pool: Any = None, probe_results: Any = None) -> None:
         from .cache import ResultCache
         from .prune import KernelTarget, Pruner
 
@@ -216,7 +219,8 @@ class KernelJudge:
         dtypes = sorted({v[1:] for v in signature.values() if isinstance(v, str) and v.startswith("*")})
         self.target = KernelTarget(Path(inspect.getsourcefile(self.fn.fn)), name, dict(signature),
                                    {"name": name, "dtypes": dtypes}, frozenset(self.fixed) | frozenset(self.heuristics))
-        self.pruner = Pruner(self.target, jobs=jobs, timeout=timeout, cache=cache or ResultCache())
+        self.pruner = Pruner(self.target, jobs=jobs, timeout=timeout, cache=cache or ResultCache(), pool=pool,
+                             probe_results=probe_results)
         self.model: Any = None
 
     @property
@@ -267,7 +271,7 @@ class KernelJudge:
         return self.pruner.notes
 
     def close(self) -> None:
-        """Stop the compile workers."""
+        """Stop the compile workers (unless the pool is a shared one)."""
         self.pruner.close()
 
     def __enter__(self) -> "KernelJudge":

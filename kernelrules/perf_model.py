@@ -382,8 +382,9 @@ _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 class TritonPerfModel:
     """The callable for ``prune_configs_by["perf_model"]``; see :func:`triton_perf_model`."""
 
-    def __init__(self, kernel: Any, arch: str | None = None, sku: str | None = None, problem: Any = None) -> None:
-        self.kernel, self.arch, self.sku, self.problem = kernel, arch, sku, problem
+    def __init__(self, kernel: Any, arch: str | None = None, sku: str | None = None, problem: Any = None,
+                 context: Any = None) -> None:
+        self.kernel, self.arch, self.sku, self.problem, self.context = kernel, arch, sku, problem, context
         self._models: dict[Any, Any] = {}  # (arch, signature class) -> ResourceModel or None
         self._memo: dict[Any, float] = {}
         self._warned = False
@@ -419,7 +420,8 @@ class TritonPerfModel:
     def _model(self, fn: Any, arch: Any, signature: Mapping[str, Any], shape_class: tuple, config: KernelConfig,
                tuner_configs: list, constexprs: Mapping[str, Any]) -> Any:
         """The kernel's resource model for this architecture and signature, learned once
-        (2-3 probe compiles on the CPU, cached on disk); None if it cannot be learned."""
+        (2-3 probe compiles on the CPU); None if it cannot be learned. With a context, in
+        the tuner's shared pool, and the probes the early prune compiled are not compiled again."""
         key = (arch.name, shape_class)
         if key not in self._models:
             from .prune import KernelTarget, Pruner
@@ -431,15 +433,21 @@ class TritonPerfModel:
             tuned = {k for c in tuner_configs for k in getattr(c, "kwargs", {})}
             fixed = {k: v for k, v in constexprs.items() if k not in tuned}  # set by the launch, not the configs
             candidates = [config] + [KernelConfig.from_triton(c).replace(fixed) for c in tuner_configs]
-            pruner = Pruner(target, jobs=2)
-            try:
-                self._models[key] = pruner.learn_model(candidates, arch)
-            finally:
-                pruner.close()
+            if self.context is None:
+                pruner = Pruner(target, jobs=2)
+                try:
+                    self._models[key] = pruner.learn_model(candidates, arch)
+                finally:
+                    pruner.close()
+            else:
+                with self.context.pool() as pool:
+                    pruner = Pruner(target, pool=pool, probe_results=self.context.probe_results)
+                    self._models[key] = pruner.learn_model(candidates, arch)
         return self._models[key]
 
 
-def triton_perf_model(kernel: Any, arch: str | None = None, *, sku: str | None = None, problem: Any = None) -> Callable:
+def triton_perf_model(kernel: Any, arch: str | None = None, *, sku: str | None = None, problem: Any = None,
+                      context: Any = None) -> Callable:
     """A ``perf_model`` for ``triton.autotune(prune_configs_by={"perf_model": ..., "top_k": k})``.
 
     Triton calls it as ``perf_model(**named_args, **kwargs, **config.all_kwargs())`` and
@@ -451,9 +459,12 @@ def triton_perf_model(kernel: Any, arch: str | None = None, *, sku: str | None =
     integer arguments named M, N, K and the dtype of the first pointer argument, unless
     ``problem(args) -> {"M", "N", "K", "dtype"}`` is given. The resource model is learned
     once per architecture and signature class, estimates are cached, and any failure
-    warns once and returns :data:`NEUTRAL_ESTIMATE`.
+    warns once and returns :data:`NEUTRAL_ESTIMATE`. ``context``, an
+    :class:`~kernelrules.autotune_context.AutotuneContext` (``kernelrules.autotune``
+    passes its tuner's), shares the compile pool and the probe compiles with the early
+    prune; without it the model starts a pool of its own for its probes.
     """
-    return TritonPerfModel(kernel, arch=arch, sku=sku, problem=problem)
+    return TritonPerfModel(kernel, arch=arch, sku=sku, problem=problem, context=context)
 
 
 def _unwrap(kernel: Any) -> tuple[Any, list]:

@@ -10,18 +10,26 @@ compile runs in a worker process:
   with SIGKILL, so ptxas children die too), a ``timeout`` result, and a fresh worker;
 * a worker that dies gets an ``internal`` result for its job and is restarted;
 * each worker compiles with a private, emptied ``TRITON_CACHE_DIR`` (and ``TMPDIR``)
-  so compile times are cold and Triton's cache never hides a failure, unless a
-  shared Triton cache directory is configured.
+  so compile times are cold and Triton's cache never hides a failure, unless the job
+  is sent with a shared Triton cache directory (the pool's ``triton_cache_dir``, or
+  ``run(..., triton_cache_dir=...)``): the choice is made per job, so one pool serves
+  both (kernelrules.autotune's probes and its precompiles);
+* a worker imports Triton and libtriton but not torch: the only thing in Triton's
+  compile path that imports torch is its argument specializer, which uses it for a
+  fast path for ``torch.Tensor`` arguments; workers only ever specialize stand-in
+  pointers (:mod:`kernelrules.specialize`), which take the generic ``data_ptr`` path
+  with or without torch, so the specializer is initialised with torch hidden.
 
 The parent talks to a worker over pipes: length-prefixed pickles of
-``(job_id, CompileJob)`` on the worker's stdin, ``(job_id, CompileResult)`` back on
-its stdout. The worker moves its own stdout/stderr aside at start so that nothing
+``(job_id, CompileJob, triton_cache_dir)`` on the worker's stdin, ``(job_id,
+CompileResult)`` back on its stdout. The worker moves its own stdout/stderr aside at start so that nothing
 Triton, LLVM or ptxas prints can corrupt that channel; what a failing compile printed
 is returned in :attr:`CompileResult.log`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import selectors
@@ -49,6 +57,9 @@ STARTUP_TIMEOUT = 120.0
 
 #: Consecutive worker start failures after which the pool gives up on remaining jobs.
 MAX_START_FAILURES = 3
+
+#: ``run()``'s default for ``cache`` and ``triton_cache_dir``: the pool's own.
+_POOL_DEFAULT: object = object()
 
 
 # --------------------------------------------------------------------------- framing
@@ -94,13 +105,12 @@ def _clear_directory(path: str) -> None:
                 pass
 
 
-def _run_captured(job: CompileJob, capture_fd: int) -> CompileResult:
+def _run_captured(job: CompileJob, capture_fd: int, use_triton_cache: bool) -> CompileResult:
     """Compile one job with fd 2 (C++/LLVM diagnostics) going to ``capture_fd``."""
     from .compilejob import compile_job
 
     os.ftruncate(capture_fd, 0)
     os.lseek(capture_fd, 0, os.SEEK_SET)
-    use_triton_cache = os.environ.get("KERNELRULES_WORKER_USE_TRITON_CACHE") == "1"
     result = compile_job(job, use_triton_cache=use_triton_cache)
     if not result.ok:
         os.lseek(capture_fd, 0, os.SEEK_SET)
@@ -111,7 +121,14 @@ def _run_captured(job: CompileJob, capture_fd: int) -> CompileResult:
 
 
 def _warm_up() -> None:
-    """Pay one-time costs before saying ready: libtriton, and the specializer's imports."""
+    """Pay one-time costs before saying ready: libtriton, and the specializer's set-up.
+
+    Triton's native specializer imports torch once, at its first call, only to give
+    ``torch.Tensor`` arguments a fast path; without torch the same handler is reached
+    through the ``data_ptr`` attribute. A worker specializes stand-in pointers only, so
+    it initialises the specializer with torch hidden and never pays torch's import
+    (seconds with a CUDA build). The specializer does not retry the import later.
+    """
     import triton.compiler  # noqa: F401 - loads libtriton
 
     try:
@@ -119,9 +136,23 @@ def _warm_up() -> None:
 
         from .specialize import _StandInPointer
 
-        mangle_type(_StandInPointer("fp16"))  # imports torch when it is installed, as a launch would
+        with _without_torch():
+            mangle_type(_StandInPointer("fp16"))
     except Exception:  # noqa: BLE001 - only a warm-up
         pass
+
+
+@contextlib.contextmanager
+def _without_torch() -> Iterator[None]:
+    """Make ``import torch`` fail inside the block (an ImportError), unless torch is imported already."""
+    hidden = "torch" not in sys.modules
+    if hidden:
+        sys.modules["torch"] = None  # type: ignore[assignment] - the documented way to block an import
+    try:
+        yield
+    finally:
+        if hidden and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
 
 
 def worker_main() -> None:
@@ -138,8 +169,7 @@ def worker_main() -> None:
     os.dup2(capture.fileno(), 2)
     sys.stderr = sys.stdout
 
-    clear_cache = os.environ.get("KERNELRULES_WORKER_CLEAR_CACHE") == "1"
-    cache_dir = os.environ.get("TRITON_CACHE_DIR", "")
+    scratch = os.environ["KERNELRULES_WORKER_SCRATCH"]  # also TMPDIR, and the private Triton cache
     _write_all(answers, _frame((_READY, os.getpid())))
     while True:
         header = _read_exact(requests, _HEADER.size)
@@ -148,17 +178,16 @@ def worker_main() -> None:
         payload = _read_exact(requests, _HEADER.unpack(header)[0])
         if payload is None:
             return
-        job_id, job = pickle.loads(payload)
+        job_id, job, shared_cache = pickle.loads(payload)
+        # Triton reads TRITON_CACHE_DIR at every compile: a shared cache is used as is,
+        # the private one is bypassed (always_compile) and emptied after the job.
+        os.environ["TRITON_CACHE_DIR"] = shared_cache or scratch
         try:
-            result = _run_captured(job, capture.fileno())
+            result = _run_captured(job, capture.fileno(), use_triton_cache=bool(shared_cache))
         except BaseException as exc:  # noqa: BLE001 - report, then keep serving
             result = CompileResult.failure("internal", f"worker: {type(exc).__name__}: {exc}")
         _write_all(answers, _frame((job_id, result)))
-        if clear_cache and cache_dir:
-            _clear_directory(cache_dir)
-        tmp = os.environ.get("TMPDIR")
-        if tmp and tmp != cache_dir:
-            _clear_directory(tmp)
+        _clear_directory(scratch)
 
 
 # --------------------------------------------------------------------------- parent side
@@ -201,8 +230,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
             pass
 
 
-def _stop_workers(workers: list[_Worker]) -> None:
-    """Kill every worker and remove its scratch directory (also run at interpreter exit)."""
+def _stop_workers(workers: list[_Worker], owner: int | None = None) -> None:
+    """Kill every worker and remove its scratch directory (also run at interpreter exit).
+
+    Nothing is done in a process other than ``owner``: a child forked from the pool's
+    process exits without killing its parent's workers.
+    """
+    if owner is not None and os.getpid() != owner:
+        return
     for worker in workers:
         _kill_group(worker.proc)
         shutil.rmtree(worker.scratch, ignore_errors=True)
@@ -216,7 +251,15 @@ class CompilePool:
     ``cache`` is a :class:`kernelrules.cache.ResultCache` (or None): hits are returned
     without compiling and successful or deterministic failures are stored.
     ``triton_cache_dir`` shares one Triton cache between workers instead of the
-    default private, emptied one. Use as a context manager, or call :meth:`close`.
+    default private, emptied one. Both are defaults that :meth:`run` can override per
+    call, so one pool (and its started workers) can serve callers that want either.
+    Workers are started on demand, never more than there are jobs waiting, up to
+    ``max_workers``. Use as a context manager, or call :meth:`close` (at interpreter
+    exit the workers are stopped anyway).
+
+    A pool belongs to the process that created it: in a child made with ``fork`` it
+    starts no job and stops no worker (the workers are the parent's); see
+    :meth:`owned`.
     """
 
     def __init__(
@@ -239,7 +282,8 @@ class CompilePool:
         self._start_failures = 0
         self._start_error = ""
         self._keys: dict[int, str | None] = {}
-        self._finalizer = weakref.finalize(self, _stop_workers, self._workers)
+        self._owner = os.getpid()
+        self._finalizer = weakref.finalize(self, _stop_workers, self._workers, self._owner)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -250,24 +294,46 @@ class CompilePool:
         self.close()
 
     def close(self) -> None:
-        """Stop all workers (killing any compile still running)."""
+        """Stop all workers (killing any compile still running); in a forked child, only let go of them."""
+        if not self.owned():
+            self._forget_workers()
+            return
         for worker in list(self._workers):
             self._retire(worker)
         self._finalizer()
+
+    def start(self, count: int) -> None:
+        """Start workers now, up to ``count`` in all (and ``max_workers``), without waiting for them:
+        they import Triton while the caller prepares the jobs it will run."""
+        if not self.owned():
+            return
+        while len(self._workers) < min(count, self.max_workers):
+            self._spawn()
+
+    def owned(self) -> bool:
+        """Whether this process created the pool (False in a child forked from its creator)."""
+        return os.getpid() == self._owner
+
+    def _forget_workers(self) -> None:
+        """In a forked child: close this process's copies of the parent's worker pipes, kill nothing."""
+        for worker in self._workers:
+            for stream in (worker.proc.stdin, worker.proc.stdout):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+        self._workers.clear()
+        self._finalizer.detach()
 
     def _spawn(self) -> _Worker:
         """Start a worker in a new session, with its private Triton cache and temp dir."""
         scratch = tempfile.mkdtemp(prefix="kernelrules-worker-")
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, TMPDIR=scratch, PYTHONUNBUFFERED="1", PYTHONPATH=python_path)
+        env = dict(os.environ, TMPDIR=scratch, PYTHONUNBUFFERED="1", PYTHONPATH=python_path,
+                   KERNELRULES_WORKER_SCRATCH=scratch, TRITON_CACHE_DIR=scratch)  # the cache is set again per job
         env.pop("TRITON_INTERPRET", None)  # workers cross-compile; a traced or tested command may interpret
-        if self.triton_cache_dir:
-            env.update(TRITON_CACHE_DIR=self.triton_cache_dir, KERNELRULES_WORKER_USE_TRITON_CACHE="1")
-            env.pop("KERNELRULES_WORKER_CLEAR_CACHE", None)
-        else:
-            env.update(TRITON_CACHE_DIR=scratch, TRITON_ALWAYS_COMPILE="1", KERNELRULES_WORKER_CLEAR_CACHE="1")
-            env.pop("KERNELRULES_WORKER_USE_TRITON_CACHE", None)
         with open(os.path.join(scratch, "worker-stderr.log"), "wb") as early_stderr:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kernelrules.pool"],
@@ -294,19 +360,26 @@ class CompilePool:
 
     # ----------------------------------------------------------------- running
 
-    def run(self, jobs: Iterable[CompileJob], progress: ProgressHook | None = None) -> Iterator[tuple[CompileJob, CompileResult]]:
+    def run(self, jobs: Iterable[CompileJob], progress: ProgressHook | None = None, *,
+            cache: object | None = _POOL_DEFAULT,
+            triton_cache_dir: str | None = _POOL_DEFAULT) -> Iterator[tuple[CompileJob, CompileResult]]:  # type: ignore[assignment]
         """Yield ``(job, result)`` for every job, in the order they finish.
 
         Cache hits and jobs whose spec is invalid are answered without a worker.
         Never hangs: every compile has a deadline and every worker death is reported.
+        ``cache`` and ``triton_cache_dir`` replace the pool's own for these jobs.
         """
+        if not self.owned():
+            raise RuntimeError("this CompilePool belongs to the process this one was forked from; make a new one")
         hook = progress or self.progress
+        cache = self.cache if cache is _POOL_DEFAULT else cache
+        shared_dir = self.triton_cache_dir if triton_cache_dir is _POOL_DEFAULT else triton_cache_dir
         self._start_failures = 0
         pending = list(jobs)
         total, done = len(pending), 0
         queue: list[tuple[CompileJob, str | None]] = []
         for job in pending:
-            answered, key = self._answer_early(job)
+            answered, key = self._answer_early(job, cache)
             if answered is not None:
                 done += 1
                 self._report(hook, done, total, job, answered)
@@ -315,9 +388,9 @@ class CompilePool:
                 queue.append((job, key))
         try:
             while queue or any(w.job is not None for w in self._workers):
-                self._fill_workers(queue)
+                self._fill_workers(queue, shared_dir)
                 for job, result, key in self._wait():
-                    self._store(key, result)
+                    self._store(cache, key, result)
                     done += 1
                     self._report(hook, done, total, job, result)
                     yield job, result
@@ -335,9 +408,9 @@ class CompilePool:
                 if worker.job is not None:  # abandoned mid-run: its answer would be stale
                     self._retire(worker)
 
-    def _answer_early(self, job: CompileJob) -> tuple[CompileResult | None, str | None]:
+    def _answer_early(self, job: CompileJob, cache: object | None) -> tuple[CompileResult | None, str | None]:
         """A cached result, or a spec error found while computing the cache key."""
-        if self.cache is None:
+        if cache is None:
             return None, None
         from .compilejob import _prepare_failure, prepare
         from .errors import KernelSourceError, SignatureSpecError
@@ -355,13 +428,14 @@ class CompilePool:
             return result, None
         except Exception:  # noqa: BLE001 - let the worker compile and classify it, uncached
             return None, None
-        key = self.cache.key(job, handle.source_hash, spec)  # type: ignore[attr-defined]
-        return self.cache.get(key), key  # type: ignore[attr-defined]
+        key = cache.key(job, handle.source_hash, spec)  # type: ignore[attr-defined]
+        return cache.get(key), key  # type: ignore[attr-defined]
 
-    def _store(self, key: str | None, result: CompileResult) -> None:
+    @staticmethod
+    def _store(cache: object | None, key: str | None, result: CompileResult) -> None:
         """Put a result in the cache when it does not depend on the machine's load."""
-        if self.cache is not None and key is not None:
-            self.cache.put(key, result)  # type: ignore[attr-defined]
+        if cache is not None and key is not None:
+            cache.put(key, result)  # type: ignore[attr-defined]
 
     @staticmethod
     def _report(hook: ProgressHook | None, done: int, total: int, job: CompileJob, result: CompileResult) -> None:
@@ -369,21 +443,21 @@ class CompilePool:
         if hook is not None:
             hook(done, total, job, result)
 
-    def _fill_workers(self, queue: list[tuple[CompileJob, str | None]]) -> None:
-        """Start workers up to the limit and give each ready, idle one a job."""
+    def _fill_workers(self, queue: list[tuple[CompileJob, str | None]], shared_dir: str | None) -> None:
+        """Start workers up to the limit (no more than there are jobs) and give each ready, idle one a job."""
         while queue and len(self._workers) < self.max_workers and len(self._workers) < len(queue) + self._busy():
             self._spawn()
         for worker in self._workers:
             if queue and worker.ready and worker.job is None:
                 job, key = queue.pop(0)
-                self._dispatch(worker, job, key)
+                self._dispatch(worker, job, key, shared_dir)
 
     def _busy(self) -> int:
         """How many workers are compiling now."""
         return sum(1 for w in self._workers if w.job is not None)
 
-    def _dispatch(self, worker: _Worker, job: CompileJob, key: str | None) -> None:
-        """Send one job to an idle worker and start its clock."""
+    def _dispatch(self, worker: _Worker, job: CompileJob, key: str | None, shared_dir: str | None = None) -> None:
+        """Send one job to an idle worker and start its clock (``shared_dir``: the Triton cache it may use)."""
         self._next_id += 1
         worker.job_id, worker.job = self._next_id, job
         self._keys[self._next_id] = key
@@ -391,7 +465,7 @@ class CompilePool:
         limit = job.timeout if job.timeout is not None else self.timeout
         worker.deadline = worker.dispatched + limit
         try:
-            _write_all(worker.proc.stdin.fileno(), _frame((worker.job_id, job)))  # type: ignore[union-attr]
+            _write_all(worker.proc.stdin.fileno(), _frame((worker.job_id, job, shared_dir)))  # type: ignore[union-attr]
         except OSError:
             pass  # the worker died; _wait sees its end of file
 

@@ -17,7 +17,6 @@ import os
 import warnings
 from typing import Any, Mapping, Sequence
 
-from .errors import UnknownArchError
 from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
 
 
@@ -93,10 +92,9 @@ def precompile_before_timing(tuner: Any, *, jobs: int | None = None, timeout: fl
 
     def prune_configs(kwargs: dict, *rest: Any, **more: Any) -> list:
         kept = original(kwargs, *rest, **more)
-        if len(kept) > 1 and not interpreting() and launching_arch() is not None:
-            try:
-                target = resolve_arch(None)
-            except UnknownArchError:  # no GPU here and none named: nothing will launch, nothing to compile for
+        if len(kept) > 1 and not interpreting():
+            target = launching_arch()
+            if target is None:  # no GPU here and none named: nothing will launch, nothing to compile for
                 log.info("kernelrules: precompile skipped: no GPU and no $KERNELRULES_ARCH")
                 return kept
             try:

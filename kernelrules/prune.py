@@ -18,10 +18,10 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, MutableMapping, Sequence
 
 from .arch import load_arch
-from .cache import ResultCache
+from .cache import UNCACHED_KINDS, ResultCache
 from .compilejob import CompileJob, CompileResult
 from .config import KernelConfig
 from .engine import Engine, Verdict, default_engine
@@ -106,17 +106,27 @@ class KernelTarget:
 
 
 class Pruner:
-    """Holds the engine, the compile pool and the learned models for one prune run."""
+    """Holds the engine, the compile pool and the learned models for one prune run.
+
+    ``pool``, a pool shared with other users (lint's, or a tuner's
+    :class:`~kernelrules.autotune_context.AutotuneContext`), is used but never closed
+    here; ``cache`` then applies to this pruner's compiles only (the pool's own when
+    None). ``probe_results``, a mapping from compile job to result shared by the
+    pruners of one tuner, answers probe compiles made before (deterministic results
+    only: what a compile of the same job would give again).
+    """
 
     def __init__(self, target: KernelTarget, *, engine: Engine | None = None, jobs: int | None = None,
                  timeout: float = 30.0, cache: ResultCache | None = None, progress: Progress | None = None,
-                 pool: CompilePool | None = None):
+                 pool: CompilePool | None = None, probe_results: MutableMapping[CompileJob, CompileResult] | None = None):
         self.target = target
         self.engine = engine or default_engine()
         self.timeout = timeout
         self.progress = progress
         self._own_pool = pool is None  # a pool shared across kernels (lint) is closed by its owner
         self.pool = pool if pool is not None else CompilePool(max_workers=jobs, timeout=timeout, cache=cache)
+        self._run_options = {"cache": cache} if pool is not None and cache is not None else {}
+        self.probe_results = probe_results
         self.notes: list[str] = []
 
     def close(self) -> None:
@@ -135,7 +145,7 @@ class Pruner:
             if self.progress:
                 self.progress(label, done, total)
 
-        for job, result in self.pool.run(jobs, progress=hook):
+        for job, result in self.pool.run(jobs, progress=hook, **self._run_options):
             results[index[id(job)]] = result
         return [r if r is not None else CompileResult.failure("internal", "no result") for r in results]
 
@@ -161,7 +171,7 @@ class Pruner:
     def _compile_probes(self, probes: Sequence[KernelConfig], arch: Any) -> list:
         """Compile probe configs and read each one that compiled (from the worker's facts, else its TTGIR)."""
         read = []
-        for config, result in zip(probes, self.compile_many(probes, arch, f"probing {arch.name}")):
+        for config, result in zip(probes, self._probe_results(probes, arch)):
             if not result.ok:
                 continue
             probe = probe_from_facts(config, result.facts or {})
@@ -170,6 +180,20 @@ class Pruner:
             if probe is not None:
                 read.append(probe)
         return read
+
+    def _probe_results(self, probes: Sequence[KernelConfig], arch: Any) -> list[CompileResult]:
+        """The probes' compile results, in order: from ``probe_results`` when there, else compiled (and kept there)."""
+        label = f"probing {arch.name}"
+        if self.probe_results is None:
+            return self.compile_many(probes, arch, label)
+        jobs = [self.target.job(c, arch, self.timeout) for c in probes]
+        known = {i: self.probe_results[job] for i, job in enumerate(jobs) if job in self.probe_results}
+        missing = [i for i in range(len(jobs)) if i not in known]
+        compiled = dict(zip(missing, self.compile_many([probes[i] for i in missing], arch, label)))
+        for i, result in compiled.items():
+            if result.error_kind not in UNCACHED_KINDS:  # a timeout or a crash may not happen again
+                self.probe_results[jobs[i]] = result
+        return [known[i] if i in known else compiled[i] for i in range(len(jobs))]
 
     def _complete_paths(self, model: ResourceModel, read: list, candidates: Sequence[KernelConfig],
                         arch: Any) -> ResourceModel:

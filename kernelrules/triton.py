@@ -22,24 +22,38 @@ autotuner per config, judges every config for the architecture (``arch``, else
 run or are structurally slow, logging one line per decision. It never returns an empty
 list (Triton raises on that): if every config fails, it keeps the least bad one and
 warns. Any problem of its own becomes a warning and the configs are kept.
+
+``kernelrules.autotune`` hands its early prune, its perf model and its precompile one
+:class:`~kernelrules.autotune_context.AutotuneContext` (``tuner.kernelrules_context``):
+one compile pool for the tuner, started on first use and stopped at interpreter exit
+(or with ``tuner.kernelrules_context.close()``), and the resource model's probes
+compiled once. ``early_prune(..., context=...)`` shares one the same way; without one,
+each call starts and stops its own pool.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any, Callable, Mapping, Sequence
 
+from .autotune_context import AutotuneContext
 from .errors import KernelrulesError
 from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
 
 __all__ = ["EarlyPrune", "autotune", "early_prune", "launch_signature"]
 
+#: Workers a shared pool starts at the beginning of an early prune: the resource model's
+#: first probes are two compiles.
+PROBE_WORKERS = 2
+
 
 class EarlyPrune:
     """The callable handed to ``prune_configs_by["early_config_prune"]``; see the module docstring."""
 
-    def __init__(self, kernel: Any, arch: str | None = None, compile: bool = False, repair: bool = True) -> None:
-        self.kernel, self.arch, self.compile, self.repair = kernel, arch, compile, repair
+    def __init__(self, kernel: Any, arch: str | None = None, compile: bool = False, repair: bool = True,
+                 context: AutotuneContext | None = None) -> None:
+        self.kernel, self.arch, self.compile, self.repair, self.context = kernel, arch, compile, repair, context
         self._memo: dict[Any, tuple[list, list]] = {}
 
     def __call__(self, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list:
@@ -62,7 +76,14 @@ class EarlyPrune:
                tuple(id(c) for c in configs))
         if key in self._memo:  # the memo holds the configs too, so their ids stay theirs
             return self._memo[key][1]
-        with KernelJudge(kernel, arch, signature, constexprs, heuristic_args=args, compile=self.compile) as judge:
+        with contextlib.ExitStack() as stack:
+            shared = {}
+            if self.context is not None:
+                shared = {"pool": stack.enter_context(self.context.pool()),
+                          "probe_results": self.context.probe_results}
+                shared["pool"].start(PROBE_WORKERS)  # they start while the rules load and the configs are judged
+            judge = stack.enter_context(KernelJudge(kernel, arch, signature, constexprs, heuristic_args=args,
+                                                    compile=self.compile, **shared))
             judged = [judge.prepare(c) for c in configs]
             judge.check(judged)
             result = build_result(arch.name, configs, judge.judge(judged), judge.added_names, judge.notes)
@@ -84,9 +105,14 @@ class EarlyPrune:
         return [least_bad.config]
 
 
-def early_prune(kernel: Any, arch: str | None = None, compile: bool = False, repair: bool = True) -> Callable:
-    """A pruner for ``triton.autotune(prune_configs_by={"early_config_prune": ...})`` bound to ``kernel``."""
-    return EarlyPrune(kernel, arch=arch, compile=compile, repair=repair)
+def early_prune(kernel: Any, arch: str | None = None, compile: bool = False, repair: bool = True, *,
+                context: AutotuneContext | None = None) -> Callable:
+    """A pruner for ``triton.autotune(prune_configs_by={"early_config_prune": ...})`` bound to ``kernel``.
+
+    ``context`` shares a compile pool and the probe compiles with a perf model and a
+    precompile made with the same one; without it each call uses a pool of its own.
+    """
+    return EarlyPrune(kernel, arch=arch, compile=compile, repair=repair, context=context)
 
 
 def compose(first: Callable, second: Callable) -> Callable:
@@ -98,9 +124,10 @@ def compose(first: Callable, second: Callable) -> Callable:
     return early_config_prune
 
 
-def analytic_perf_model(kernel: Any, arch: str | None) -> Callable:
+def analytic_perf_model(kernel: Any, arch: str | None, context: AutotuneContext | None = None) -> Callable:
     """kernelrules' own performance model for ``prune_configs_by["perf_model"]`` (imported on use)."""
     import importlib
+    import inspect
 
     try:
         module = importlib.import_module("kernelrules.perf_model")
@@ -111,7 +138,8 @@ def analytic_perf_model(kernel: Any, arch: str | None) -> Callable:
     if not hasattr(module, "triton_perf_model"):
         raise KernelrulesError("perf_model=True needs kernelrules.perf_model.triton_perf_model, which this "
                                "installation does not have", hint="pass a callable of your own as perf_model")
-    return module.triton_perf_model(kernel, arch=arch)
+    shared = {"context": context} if "context" in inspect.signature(module.triton_perf_model).parameters else {}
+    return module.triton_perf_model(kernel, arch=arch, **shared)
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mapping[str, Any] | None = None, *,
@@ -132,6 +160,11 @@ def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mappi
     time are compiled in parallel into Triton's cache first (``kernelrules.precompile``),
     so the autotuner's own serial compiles are cache hits. Any other keyword goes to
     ``triton.autotune``.
+
+    The three phases share one compile pool and the resource model's probe compiles
+    (``tuner.kernelrules_context``, an :class:`~kernelrules.autotune_context.AutotuneContext`):
+    its workers start on first use and are stopped at interpreter exit, or by
+    ``tuner.kernelrules_context.close()``.
     """
     import triton
 
@@ -142,19 +175,21 @@ def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mappi
         by["top_k"] = top_k
 
     def decorator(fn: Any) -> Any:
-        ours = early_prune(fn, arch=arch, compile=compile, repair=repair)
+        context = AutotuneContext()
+        ours = early_prune(fn, arch=arch, compile=compile, repair=repair, context=context)
         user = by.get("early_config_prune")
         options = {**by, "early_config_prune": ours if user is None else compose(user, ours)}
         if callable(perf_model):
             options["perf_model"] = perf_model
         tuner = triton.autotune(configs=list(configs), key=list(key), prune_configs_by=options,
                                 **triton_autotune_kwargs)(fn)
+        tuner.kernelrules_context = context
         if perf_model is True:  # built on the Autotuner itself, so the model sees the config list too
-            tuner.perf_model = analytic_perf_model(tuner, arch)
+            tuner.perf_model = analytic_perf_model(tuner, arch, context)
         if precompile:
             from .precompile import precompile_before_timing
 
-            precompile_before_timing(tuner)
+            precompile_before_timing(tuner, context=context)
         return tuner
 
     return decorator
