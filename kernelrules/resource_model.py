@@ -157,6 +157,15 @@ class ResourceModel:
         return sum(tmem_columns(d.m.value(values), d.n.value(values), d.acc_bits)
                    for d in self.dots if d.lowering != "fma")
 
+    def _small_load(self, term: AllocTerm, values: Mapping[str, Any], num_warps: int) -> bool:
+        """A tile loaded with under 32 bits per thread: Triton's pipeliner leaves such loads
+        synchronous (AssignLatencies' isSmallLoad), so they keep one buffer. With 64-lane
+        waves this happens on gfx942 (a 16x32 fp16 tile over 8 warps: 16 bits a lane)."""
+        elements = 1
+        for d in term.dims:
+            elements *= d.value(values)
+        return elements * term.element_bits < 32 * self.warp_size * num_warps
+
     def allocations(self, path: str) -> tuple[AllocTerm, ...]:
         """The allocation formulas of a path; an unprobed path borrows another's with its own offset."""
         if path in self.paths:
@@ -178,9 +187,17 @@ class ResourceModel:
         num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
         try:
             path = self.mma_path(values, num_warps)
-            sizes = [t.bytes(values, num_stages) for t in self.allocations(path)]
-            # AMD without pipelining (num_stages 1): each operand is staged in LDS in turn, not together
-            shared = max(sizes, default=0) if self.mfma and num_stages <= 1 else sum(sizes)
+            terms = self.allocations(path)
+            if self.mfma:
+                # AMD: a tile that is not pipelined (num_stages 1, or a load under 32 bits a lane) is
+                # staged in LDS on its own and not every one needs LDS: the smallest such tile is the
+                # bound, all of them together the ceiling; pipelined tiles add up as on NVIDIA
+                late = [t.bytes(values, 1) for t in terms if num_stages <= 1 or self._small_load(t, values, num_warps)]
+                early = [t.bytes(values, num_stages) for t in terms
+                         if not (num_stages <= 1 or self._small_load(t, values, num_warps))]
+                shared, ceiling = sum(early) + min(late, default=0), sum(early) + sum(late)
+            else:
+                shared = ceiling = sum(t.bytes(values, num_stages) for t in terms)
             if path in self.barriers:  # Blackwell's mbarriers: one without pipelining, else the probes' count
                 count, each = self.barriers[path]
                 shared += min(count, max(1, num_stages)) * each
@@ -189,7 +206,7 @@ class ResourceModel:
                 "predicted": True,
                 "origin": "predicted",
                 "shared_bytes": shared,
-                "shared_bytes_max": max(shared, scratch),
+                "shared_bytes_max": max(shared, ceiling, scratch),
                 "mma_path": path,
             }
             if self.tcgen05:
@@ -199,7 +216,8 @@ class ResourceModel:
                 m, n, k = largest.m.value(values), largest.n.value(values), largest.k.value(values)
                 threads = self.warp_size * num_warps
                 in_registers = path != "tcgen05"  # tcgen05 accumulates in tensor memory
-                facts["accumulator_registers_per_thread"] = m * n * largest.acc_bits // 32 // threads * in_registers
+                # rounded up like the compiled fact (a 16x16 tile over 8 64-lane waves still takes a register)
+                facts["accumulator_registers_per_thread"] = -(-(m * n * largest.acc_bits // 32) // threads) * in_registers
                 bits = _dtype_bits(largest.a_dtype)
                 facts["operand_registers_per_thread"] = (m * k + k * n) * bits // 32 // threads
                 facts["register_demand_per_thread"] = (facts["accumulator_registers_per_thread"]
