@@ -23,6 +23,7 @@ from kernelrules.config import KernelConfig
 from kernelrules.engine import default_engine
 from kernelrules.facts import compiled_facts
 from kernelrules.resource_model import choose_probes, learn, read_probe
+from kernelrules.space import load_space
 
 REPO = Path(__file__).resolve().parent.parent
 MATMUL = str(REPO / "examples" / "matmul.py")
@@ -246,8 +247,9 @@ def test_lint_judges_the_hip_configs_for_gfx942(run_cli):
 
 # -- the resource model on gfx942 --------------------------------------------------------------
 
-SPACE = [matmul_config(bm, bn, bk, s, w) for bm in (16, 32, 64, 128) for bn in (16, 32, 64, 128)
-         for bk in (32, 64) for s in (1, 2, 3, 4) for w in (2, 4, 8)]
+# The configs of examples/matmul.space.yaml with tiles up to 128 (larger ones take seconds to compile each).
+SPACE = [c for c in load_space(REPO / "examples" / "matmul.space.yaml").configs()
+         if max(c.constexprs["BLOCK_M"], c.constexprs["BLOCK_N"], c.constexprs["BLOCK_K"]) <= 128]
 
 
 @pytest.fixture(scope="module")
