@@ -236,6 +236,7 @@ class Tuner:
         workers: list = []
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelrules-gate")
         self.inflight: dict[int, Candidate] = {}
+        self.lost: list[int] = []
         try:
             self._open()
             judged = self.gate.prejudge(self.configs)
@@ -247,6 +248,10 @@ class Tuner:
             workers = self._workers()
             self.workers = workers
             self._loop(workers, executor)
+            if self.lost:
+                self.notes.append(f"{len(self.lost)} trial(s) of this run were failed as stale by another process "
+                                  f"while in flight and their configs queued again ({self.lost}); its heartbeat "
+                                  f"looked older than the grace period (TuneOptions.grace)")
             final = self._final(workers[0]) if workers else None
             return self._result(final)
         finally:
@@ -323,17 +328,26 @@ class Tuner:
 
     def _ask(self) -> tuple[Candidate | None, bool]:
         """Ask Optuna for one trial and take it as far as the config-stage gate; (candidate, was new)."""
-        from .study import worker_id
+        from optuna.exceptions import UpdateFinishedTrialError
 
-        trial = self.study.ask(self.codec.distributions)
+        from .study import owner_info
+
+        try:
+            trial = self.study.ask(self.codec.distributions)
+        except UpdateFinishedTrialError:  # a new trial failed as stale by another process while being asked
+            return None, False
         values = self.codec.decode(trial.params)
         config = KernelConfig.from_dict(values)
         key = _key(config)
-        trial.set_user_attr("kr_config", values)
-        trial.set_user_attr("kr_worker", worker_id())
-        trial.set_user_attr("kr_heartbeat", time.time())
-        self.heartbeat.add(trial.number, trial._trial_id)
-        self.inflight[trial.number] = candidate = Candidate(trial, config, key)
+        candidate = Candidate(trial, config, key)
+        try:
+            trial.set_user_attr("kr_owner", owner_info())  # first: who owns it and a first heartbeat
+            self.heartbeat.add(trial.number, trial._trial_id)
+            self.inflight[trial.number] = candidate
+            trial.set_user_attr("kr_config", values)
+        except UpdateFinishedTrialError:
+            self._lost(candidate)  # failed as stale by another process before it knew its owner
+            return None, False
         if key not in self.space_keys:
             self._finish(candidate, "outside_space", error="violates the space's constraints")
             return None, False
@@ -440,17 +454,27 @@ class Tuner:
 
     def _tell(self, candidate: Candidate, record: dict, feasible: bool, value: float | None = None,
               state: Any = None) -> None:
+        from optuna.exceptions import UpdateFinishedTrialError
         from optuna.trial import TrialState
 
         trial = candidate.trial
-        trial.set_user_attr("kr_record", record)
-        trial.set_user_attr("kr_feasible", feasible)
-        if state == TrialState.FAIL:
-            self.study.tell(trial, state=TrialState.FAIL)
-        else:
-            if value is None:
-                value = record["ms"] if feasible else math.inf
-            self.study.tell(trial, value)
+        try:
+            trial.set_user_attr("kr_record", record)
+            trial.set_user_attr("kr_feasible", feasible)
+            if state == TrialState.FAIL:
+                self.study.tell(trial, state=TrialState.FAIL)
+            else:
+                if value is None:
+                    value = record["ms"] if feasible else math.inf
+                self.study.tell(trial, value)
+        except UpdateFinishedTrialError:
+            self._lost(candidate)
+            return
+        except ValueError:  # Optuna's "Cannot tell a FAIL trial": finished before this tell began
+            if self._finished_elsewhere(trial):
+                self._lost(candidate)
+                return
+            raise
         self.heartbeat.remove(trial.number)
         self.inflight.pop(trial.number, None)
         self.records.append(record)
@@ -459,6 +483,29 @@ class Tuner:
         if self.options.on_progress:
             self.options.on_progress({"judged": self.claims.count(), "total": self._target(), "best_ms": self.best_ms,
                                       "record": record})
+
+    def _lost(self, candidate: Candidate) -> None:
+        """Another process finished this trial (its recovery judged this driver gone): drop it, tell nothing.
+
+        The trial was failed there, its claim released and its config queued again, so the
+        config is judged by a later trial and this process's verdict is not recorded. A claim
+        this process made after that release is released here, and the config queued again.
+        """
+        number = candidate.trial.number
+        self.heartbeat.remove(number)
+        self.inflight.pop(number, None)
+        self.lost.append(number)
+        try:
+            if self.claims.release(number):
+                self.study.enqueue_trial(dict(candidate.trial.params), user_attrs={"kr_retry_of": number})
+        except Exception:  # noqa: BLE001 - the next run's recovery and the sampler still reach the config
+            pass
+
+    def _finished_elsewhere(self, trial: Any) -> bool:
+        try:
+            return self.study._storage.get_trial(trial._trial_id).state.is_finished()
+        except Exception:  # noqa: BLE001
+            return False
 
     def _target(self) -> int:
         return min(len(self.configs), self.options.trials or len(self.configs))

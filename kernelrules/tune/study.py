@@ -13,7 +13,11 @@
   (study, config): inserting it is atomic on SQLite and PostgreSQL alike, so of two
   workers that draw the same config only one times it; the other records a
   ``duplicate`` of the owner's trial. Nothing is timed twice.
-* **Resume.** A RUNNING trial whose driver is gone (its pid is dead on this host, or
+* **One owner per trial.** Trial state changes are compare-and-set
+  (:class:`AtomicRDBStorage`): of two processes taking the same queued trial one gets
+  it, and a trial is finished by exactly one process; a driver whose trial another
+  process finished (failed as stale) drops it instead of telling it.
+* **Resume.** A RUNNING trial whose driver is gone (its pid is dead on this machine, or
   its heartbeat is older than the grace period) is failed, its claim released and its
   config enqueued again, so the next run times it: no trial is lost.
 """
@@ -116,18 +120,145 @@ def storage_url(storage: str | None, space_path: Path, study_dir: Path | None = 
     return f"sqlite:///{(folder / (space_path.stem.replace('.space', '') + '.tune.db')).resolve()}"
 
 
+def _init_race(exc: BaseException) -> bool:
+    """An error of two processes creating the same schema at once (the loser retries and finds it made)."""
+    import sqlalchemy as sa
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, sa.exc.IntegrityError):
+            return True
+        if isinstance(exc, (sa.exc.OperationalError, sa.exc.ProgrammingError, sqlite3.Error)):
+            text = str(exc).lower()
+            if "already exists" in text or "duplicate" in text or "unique constraint" in text:
+                return True
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return False
+
+
+def _retrying_init(make: Callable[[], Any], attempts: int = 12) -> Any:
+    """``make()``, again after a short random pause while another process is creating the same tables.
+
+    SQLAlchemy's ``create_all`` (Optuna's schema, the claims table) checks which tables exist and then
+    creates the others: two drivers starting together on a new database both see a table missing and
+    the second ``CREATE TABLE`` fails. The tables exist by then, so another attempt succeeds.
+    """
+    import random
+
+    for attempt in range(attempts):
+        try:
+            return make()
+        except Exception as exc:  # noqa: BLE001 - only a schema race is retried
+            if attempt == attempts - 1 or not _init_race(exc):
+                raise
+        time.sleep(random.uniform(0.02, 0.1) * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+class AtomicRDBStorage(optuna.storages.RDBStorage):
+    """Optuna's RDB storage with trial state changes made compare-and-set in one UPDATE.
+
+    Optuna reads a trial's state, checks it and writes the new one. On PostgreSQL and MySQL
+    the read takes a row lock (``SELECT ... FOR UPDATE``); SQLite has no row locks and no
+    transaction around the read, so two processes can both see a queued (WAITING) trial and
+    both take it as theirs (an enqueued config judged by two drivers at once, the second
+    ``tell`` failing with ``UpdateFinishedTrialError``), or a late ``tell`` can overwrite a
+    trial another process finished. Here the transition is one ``UPDATE ... WHERE state IN
+    (...)``: a queued trial is taken by exactly one process (the others get False, as from
+    Optuna when it is already RUNNING) and a trial is finished exactly once (every later
+    attempt raises ``UpdateFinishedTrialError``, its values rolled back).
+    """
+
+    def set_trial_state_values(self, trial_id: int, state: Any, values: Sequence[float] | None = None) -> bool:
+        import datetime
+
+        import sqlalchemy as sa
+        from optuna.trial import TrialState
+
+        try:  # Optuna's own pieces (3.6 to 4.x); without them, Optuna's check-then-set
+            from optuna.storages._rdb import models
+            from optuna.storages._rdb.storage import _create_scoped_session
+            model = models.TrialModel
+            model.find_or_raise_by_id, self._set_trial_value_without_commit  # noqa: B018
+        except (ImportError, AttributeError):  # pragma: no cover - a future Optuna
+            return super().set_trial_state_values(trial_id, state, values)
+        if state == TrialState.RUNNING:
+            expected = [TrialState.WAITING]
+        else:
+            expected = [s for s in TrialState if not s.is_finished()]
+        changes: dict[str, Any] = {"state": state}
+        now = datetime.datetime.now()
+        if state == TrialState.RUNNING:
+            changes["datetime_start"] = now
+        if state.is_finished():
+            changes["datetime_complete"] = now
+        try:
+            with _create_scoped_session(self.scoped_session) as session:
+                trial = model.find_or_raise_by_id(trial_id, session, for_update=True)
+                self.check_trial_is_updatable(trial_id, trial.state)
+                if values is not None:
+                    for objective, value in enumerate(values):
+                        self._set_trial_value_without_commit(session, trial, objective, value)
+                updated = session.execute(
+                    sa.update(model).where(model.trial_id == trial_id, model.state.in_(expected)).values(**changes)
+                    .execution_options(synchronize_session=False)).rowcount
+                if updated != 1:
+                    current = session.execute(sa.select(model.state).where(model.trial_id == trial_id)).scalar()
+                    if current is None:
+                        raise KeyError(f"no trial with id {trial_id}")
+                    self.check_trial_is_updatable(trial_id, current)  # finished by another process: raises
+                    if state != TrialState.RUNNING:
+                        raise optuna.exceptions.UpdateFinishedTrialError(
+                            f"Trial#{trial.number} changed state concurrently and can not be updated.")
+                    raise _AlreadyRunning  # another process took the queued trial (rolls back, returns False)
+        except _AlreadyRunning:
+            return False
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+
+class _AlreadyRunning(Exception):
+    pass
+
+
+def _wal(path: str, patience: float = 60.0) -> None:
+    """Put an SQLite file in WAL mode (concurrent readers and one writer), once.
+
+    Switching needs the file to itself, and SQLite answers "database is locked" at once,
+    without its busy time-out, while another process opens or switches the same new file:
+    a driver started together with another retries until the file is in WAL mode.
+    """
+    import random
+
+    deadline = time.monotonic() + patience
+    while True:
+        connection = sqlite3.connect(path, timeout=patience)
+        try:
+            if str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() > deadline:
+                raise
+        finally:
+            connection.close()
+        time.sleep(random.uniform(0.01, 0.05))
+
+
 def open_storage(url: str) -> Any:
-    """An Optuna RDB storage; SQLite files get WAL and a busy time-out for concurrent workers."""
+    """An Optuna RDB storage (:class:`AtomicRDBStorage`); SQLite files get WAL and a busy time-out."""
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///"):]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            with sqlite3.connect(path, timeout=60) as connection:
-                connection.execute("PRAGMA journal_mode=WAL")
+            _wal(path)
         kwargs = {"connect_args": {"timeout": 120}}
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        return _retrying_init(lambda: AtomicRDBStorage(url, engine_kwargs=kwargs))
     except Exception as exc:  # noqa: BLE001 - a bad URL or an unreachable server is a usage error
         raise KernelrulesError(f"cannot open the study storage {url!r}: {type(exc).__name__}: {exc}"[:400],
                                hint="SQLite: a file path; PostgreSQL: postgresql://user:password@host/db "
@@ -152,7 +283,7 @@ class Claims:
             sa.Column("worker", sa.String(255)),
             sa.Column("claimed_at", sa.Float),
         )
-        metadata.create_all(self.engine, checkfirst=True)
+        _retrying_init(lambda: metadata.create_all(self.engine, checkfirst=True))
 
     def claim(self, key: str, trial_number: int) -> int:
         """Claim ``key`` for a trial; returns the owner's trial number (ours when the claim is won)."""
@@ -177,10 +308,12 @@ class Claims:
                 (t.c.study == self.study_name) & (t.c.config_key == key))).first()
         return None if row is None else int(row[0])
 
-    def release(self, trial_number: int) -> None:
+    def release(self, trial_number: int) -> int:
+        """Drop the claims of a trial; how many there were."""
         t = self.table
         with self.engine.begin() as connection:
-            connection.execute(t.delete().where((t.c.study == self.study_name) & (t.c.trial_number == trial_number)))
+            return int(connection.execute(t.delete().where(
+                (t.c.study == self.study_name) & (t.c.trial_number == trial_number))).rowcount or 0)
 
     def count(self) -> int:
         t = self.table
@@ -277,8 +410,66 @@ def _make_sampler(name: str, codec: ParamCodec, *, seed: int | None, n_startup: 
 # --------------------------------------------------------------------------- resume
 
 
-def _pid_alive(pid: int) -> bool:
+def _read(path: str) -> str | None:
     try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def _machine() -> str | None:
+    """This kernel's boot and this process's PID namespace: where a pid means the same process.
+
+    Two machines can share a host name (a default image name, containers with the host's
+    name), and containers on one machine can have their own PID namespaces; a pid is only
+    checked where the boot id and the namespace match. None where ``/proc`` cannot tell.
+    """
+    boot = _read("/proc/sys/kernel/random/boot_id")
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = None
+    return f"{boot}/{namespace}" if boot and namespace else None
+
+
+def _proc_stat(pid: int) -> tuple[str, int | None] | None:
+    """A process's state letter and start time (clock ticks after boot) from ``/proc/PID/stat``; None if absent."""
+    stat = _read(f"/proc/{pid}/stat")
+    if not stat:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces and parentheses
+    try:
+        return fields[0], int(fields[19])
+    except (IndexError, ValueError):
+        return (fields[0] if fields else "?"), None
+
+
+def _start_ticks(pid: int) -> int | None:
+    """A process's start time: with the pid, it names one process (a pid can be reused, the pair cannot)."""
+    stat = _proc_stat(pid)
+    return None if stat is None else stat[1]
+
+
+_MACHINE = _machine()
+_OWN_START = _start_ticks(os.getpid())
+
+
+def owner_info() -> dict[str, Any]:
+    """What identifies this driver process as a trial's owner (the ``kr_owner`` user attribute)."""
+    return {"worker": worker_id(), "host": socket.gethostname(), "pid": os.getpid(), "machine": _MACHINE,
+            "start": _OWN_START, "at": time.time()}
+
+
+def _pid_alive(pid: int, start: int | None = None) -> bool:
+    """Whether process ``pid`` on this machine runs (a zombie does not; another process with a reused pid does not)."""
+    stat = _proc_stat(pid)
+    if stat is not None:
+        state, started = stat
+        if state in ("Z", "X", "x"):  # exited, not yet reaped by its parent
+            return False
+        return start is None or started is None or started == start
+    try:  # no /proc, or one that hides other users' processes: the kernel answers
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
@@ -287,25 +478,42 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _owner(trial: Any) -> dict[str, Any]:
+    info = trial.user_attrs.get("kr_owner")
+    if isinstance(info, dict):
+        return info
+    host, _, pid = str(trial.user_attrs.get("kr_worker", "")).rpartition(":")  # older studies: "host:pid"
+    return {"host": host, "pid": int(pid) if pid.isdigit() else None}
+
+
 def is_stale(trial: Any, *, grace: float = GRACE_SECONDS, now: float | None = None,
              own: frozenset[int] = frozenset()) -> bool:
-    """A RUNNING trial whose driver is gone: a dead pid on this host, or a heartbeat older than ``grace``.
+    """A RUNNING trial whose driver is gone: a dead pid on this machine, or a heartbeat older than ``grace``.
 
+    The pid is checked only when the owner ran on this machine: the same host name and, where
+    both recorded one, the same boot id and PID namespace (:func:`_machine`); a pid whose
+    process started at another time than the owner's is a reused pid, so the owner is gone.
+    Any other owner (another host, another container) is judged by its heartbeat, written
+    every ``HEARTBEAT_SECONDS`` by the owner's driver (host clocks must roughly agree).
     ``own`` holds the numbers of this process's trials in flight (a trial with this
     process's pid but not among them is from an earlier process that had the same pid).
     """
     now = time.time() if now is None else now
-    owner = str(trial.user_attrs.get("kr_worker", ""))
-    host, _, pid = owner.rpartition(":")
-    if host == socket.gethostname() and pid.isdigit():
-        if int(pid) == os.getpid():
+    owner = _owner(trial)
+    pid = owner.get("pid")
+    machine = owner.get("machine")
+    local = owner.get("host") == socket.gethostname() and (machine is None or _MACHINE is None or machine == _MACHINE)
+    if local and isinstance(pid, int) and pid > 0:
+        start = owner.get("start")
+        if pid == os.getpid() and (start is None or _OWN_START is None or start == _OWN_START):
             return trial.number not in own
-        return not _pid_alive(int(pid))
-    beat = trial.user_attrs.get("kr_heartbeat")
-    if beat is None:
+        return not _pid_alive(pid, start if isinstance(start, int) else None)
+    beats = [float(b) for b in (trial.user_attrs.get("kr_heartbeat"), owner.get("at")) if b is not None]
+    beat = max(beats) if beats else None
+    if beat is None:  # not yet told its owner (it writes that first, right after asking)
         start = trial.datetime_start.timestamp() if trial.datetime_start else now
         return now - start > grace
-    return now - float(beat) > grace
+    return now - beat > grace
 
 
 def recover(study: Any, claims: Claims | None, *, grace: float = GRACE_SECONDS,
@@ -319,7 +527,10 @@ def recover(study: Any, claims: Claims | None, *, grace: float = GRACE_SECONDS,
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if not is_stale(trial, grace=grace, own=own):
             continue
-        try:
+        fresh = storage.get_trial(trial._trial_id)  # its owner may have told it or beaten since the listing
+        if fresh.state != TrialState.RUNNING or not is_stale(fresh, grace=grace, own=own):
+            continue
+        try:  # compare-and-set (AtomicRDBStorage): of a live owner's tell and this, exactly one wins
             if not storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
                 continue
         except UpdateFinishedTrialError:
@@ -375,6 +586,8 @@ def load_records(study: Any) -> list[dict[str, Any]]:
     out = []
     for trial in study.get_trials(deepcopy=False):
         record = trial.user_attrs.get("kr_record")
+        if trial.state == TrialState.FAIL and record is not None and record.get("status") != "duplicate":
+            record = None  # its record was written but another process failed the trial first: it was not told
         if record is None:
             if trial.state == TrialState.FAIL:
                 record = {"trial": trial.number, "status": "interrupted", "config": trial.user_attrs.get("kr_config"),
