@@ -271,3 +271,20 @@ def test_a_trial_another_process_failed_is_dropped_not_told(tmp_path):
     records = load_records(study)
     assert [r["status"] for r in records] == ["interrupted", "waiting", "waiting"]
     assert all(t.user_attrs["kr_retry_of"] == trial.number for t in study.get_trials()[1:])
+
+
+def test_storage_urls_are_shown_without_their_password():
+    from kernelrules.tune.study import display_url
+
+    shown = display_url("postgresql+psycopg://tuner:s3cret@db.example:5432/studies")
+    assert "s3cret" not in shown and shown.startswith("postgresql+psycopg://tuner:***@db.example:5432/studies")
+    assert display_url("sqlite:///runs/matmul.tune.db") == "sqlite:///runs/matmul.tune.db"
+
+
+def test_an_unreachable_server_error_hides_the_password():
+    from kernelrules.errors import KernelrulesError
+    from kernelrules.tune.study import open_storage
+
+    with pytest.raises(KernelrulesError) as info:
+        open_storage("postgresql+psycopg://tuner:s3cret@127.0.0.1:1/none")
+    assert "s3cret" not in str(info.value) and "kernelrules[postgres]" in (info.value.hint or "")

@@ -573,9 +573,12 @@ class Tuner:
         return final
 
     def _result(self, final: dict | None) -> TuneResult:
+        from .study import display_url
+
         records = _records(self.study)
         summary_ = {
-            "study": self.study_name, "storage": self.url, "arch": self.arch.name, "interpret": self.options.interpret,
+            "study": self.study_name, "storage": display_url(self.url), "arch": self.arch.name,
+            "interpret": self.options.interpret,
             "timings_meaningful": not self.options.interpret, "space_file": str(self.space.path),
             "funnel": rec.funnel(records, len(self.configs)), "rejected_codes": rec.rejected_codes(records),
             "config_stage": self.config_stage, "best": [_brief(r) for r in rec.best(records, 10)],

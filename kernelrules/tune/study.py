@@ -120,6 +120,17 @@ def storage_url(storage: str | None, space_path: Path, study_dir: Path | None = 
     return f"sqlite:///{(folder / (space_path.stem.replace('.space', '') + '.tune.db')).resolve()}"
 
 
+def display_url(url: str) -> str:
+    """The storage URL with any password masked, for output and error messages."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy parses: show it without its credentials part
+        scheme, sep, rest = url.partition("://")
+        return f"{scheme}{sep}***@{rest.split('@', 1)[1]}" if "@" in rest else url
+
+
 def _init_race(exc: BaseException) -> bool:
     """An error of two processes creating the same schema at once (the loser retries and finds it made)."""
     import sqlalchemy as sa
@@ -260,9 +271,10 @@ def open_storage(url: str) -> Any:
     try:
         return _retrying_init(lambda: AtomicRDBStorage(url, engine_kwargs=kwargs))
     except Exception as exc:  # noqa: BLE001 - a bad URL or an unreachable server is a usage error
-        raise KernelrulesError(f"cannot open the study storage {url!r}: {type(exc).__name__}: {exc}"[:400],
-                               hint="SQLite: a file path; PostgreSQL: postgresql://user:password@host/db "
-                                    "(pip install psycopg2-binary)") from None
+        message = str(exc).replace(url, display_url(url))
+        raise KernelrulesError(f"cannot open the study storage {display_url(url)!r}: {type(exc).__name__}: {message}"[:400],
+                               hint="SQLite: a file path; PostgreSQL: postgresql+psycopg://user@host/db with the "
+                                    "password in PGPASSWORD (pip install 'kernelrules[postgres]')") from None
 
 
 class Claims:
