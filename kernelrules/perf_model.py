@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -400,11 +399,10 @@ class TritonPerfModel:
             return NEUTRAL_ESTIMATE
 
     def _estimate(self, kwargs: Mapping[str, Any]) -> float:
-        from .arch import load_arch
-        from .triton import launch_signature
+        from .kernel_prune import launch_signature, resolve_arch
 
         fn, tuner_configs = _unwrap(self.kernel)
-        arch = load_arch(_arch_name(self.arch))
+        arch = resolve_arch(self.arch)
         signature, constexprs = launch_signature(fn, kwargs)
         config = KernelConfig.from_dict({**constexprs, **{o: kwargs[o] for o in _LAUNCH_OPTIONS
                                                          if kwargs.get(o) is not None}})
@@ -470,28 +468,13 @@ def triton_perf_model(kernel: Any, arch: str | None = None, *, sku: str | None =
 def _unwrap(kernel: Any) -> tuple[Any, list]:
     """(the jit function, the configs of the autotuner around it) for a kernel, a wrapper or
     a zero-argument callable returning one."""
-    obj = kernel
-    if not hasattr(obj, "fn") and not hasattr(obj, "arg_names") and callable(obj):
-        obj = obj()
-    configs: list = []
-    while hasattr(obj, "fn") and not inspect.isfunction(obj.fn):
-        configs = configs or list(getattr(obj, "configs", None) or [])
+    from .kernel_prune import jit_function, kernel_object
+
+    obj, configs = kernel_object(kernel), []
+    while hasattr(obj, "fn") and not inspect.isfunction(obj.fn) and not configs:
+        configs = list(getattr(obj, "configs", None) or [])
         obj = obj.fn
-    if not hasattr(obj, "arg_names") or not inspect.isfunction(getattr(obj, "fn", None)):
-        raise TypeError(f"{kernel!r} is not a Triton kernel")
-    return obj, configs
-
-
-def _arch_name(arch: str | None) -> str:
-    """``arch``, else ``$KERNELRULES_ARCH``, else ``sm_XY`` of the current CUDA device."""
-    if arch:
-        return arch
-    if os.environ.get("KERNELRULES_ARCH"):
-        return os.environ["KERNELRULES_ARCH"]
-    import torch
-
-    major, minor = torch.cuda.get_device_capability()
-    return f"sm_{major}{minor}"
+    return jit_function(kernel), configs
 
 
 def _problem_from_args(args: Mapping[str, Any], signature: Mapping[str, Any]) -> dict[str, Any]:
