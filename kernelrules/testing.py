@@ -219,6 +219,24 @@ BUILTIN_LIMITS: dict[str, RuleLimit] = {r.code: r for r in (
               note="the compiled dot's fp32 accumulator alone exceeds a thread's registers (REG002 above 448)"),
     RuleLimit("REG002", "facts.register_demand_per_thread >= 448",
               note="accumulator plus operand registers of the compiled dot"),
+    # Blackwell (sm_100)
+    RuleLimit("MEM004", "facts.tensor_memory_columns > arch.tensor_memory_columns",
+              note="the compiled kernel's tensor-memory columns (metadata.tmem_size) over 512; the prediction "
+                   "sums the accumulators' columns, exact on the tested kernels, an over-count where 64-row "
+                   "accumulators share lanes"),
+    RuleLimit("MMA003", "facts.dot_count > 0 and facts.mma_path == 'mma_sync'",
+              note="sm_100 only: the compiled dot takes mma.sync, not tcgen05"),
+    RuleLimit("DTY004", "facts.dot_count > 0 and facts.mma_path == 'mma_sync' and facts.fp8_upcast"
+                        " and len(intersect(kernel.fp8_dtypes, arch.fp8_mma_dtypes)) > 0",
+              note="sm_100 only: the compiled dot of an fp8e4nv/fp8e5 kernel takes mma.sync with its operands "
+                   "converted to fp16"),
+    # AMD (gfx942)
+    RuleLimit("AMD001", "facts.shared_bytes > arch.shared_memory_per_block_optin", exact=False,
+              may_break="facts.shared_bytes_max > arch.shared_memory_per_block_optin",
+              note="LDS over 64 KiB; predicted shared_bytes is a lower bound (unpipelined tiles are a bracket), "
+                   "shared_bytes_max an upper bound"),
+    RuleLimit("AMD008", "facts.dot_count > 0 and facts.mma_path == 'none'",
+              note="the compiled dot has no v_mfma (vector FMA)"),
 )}
 
 
