@@ -98,7 +98,13 @@ class AllocTerm:
 
 @dataclass(frozen=True)
 class DotTerm:
-    """One dot: its M, N, K as formulas, operand dtype and lowering (``mma`` or ``fma``)."""
+    """One dot: its M, N, K as formulas, operand dtype and lowering (``mma`` or ``fma``).
+
+    ``a_dtype_by_path`` keeps the A operand's dtype as each probed MMA path lowered it:
+    Triton converts fp8 operands to fp16 on a path without native fp8 (Blackwell's
+    mma.sync fallback), so the dtype a config's operands occupy registers in depends on
+    its path, while the kernel's own (source) dtype is the narrowest one seen.
+    """
 
     m: Dim
     n: Dim
@@ -106,6 +112,16 @@ class DotTerm:
     a_dtype: str | None
     acc_bits: int
     lowering: str
+    a_dtype_by_path: tuple[tuple[str, str | None], ...] = ()
+
+    def operand_bits(self, path: str) -> int:
+        """Bits per A element as the given path lowers the dot (the source dtype for an unprobed path)."""
+        lowered = dict(self.a_dtype_by_path)
+        return _dtype_bits(lowered[path]) if path in lowered else self.source_bits()
+
+    def source_bits(self) -> int:
+        """Bits per A element in the kernel's source: the narrowest dtype any probe saw."""
+        return min((_dtype_bits(d) for _, d in self.a_dtype_by_path), default=_dtype_bits(self.a_dtype))
 
 
 @dataclass
@@ -218,12 +234,12 @@ class ResourceModel:
                 in_registers = path != "tcgen05"  # tcgen05 accumulates in tensor memory
                 # rounded up like the compiled fact (a 16x16 tile over 8 64-lane waves still takes a register)
                 facts["accumulator_registers_per_thread"] = -(-(m * n * largest.acc_bits // 32) // threads) * in_registers
-                bits = _dtype_bits(largest.a_dtype)
+                bits = largest.operand_bits(path)
                 facts["operand_registers_per_thread"] = (m * k + k * n) * bits // 32 // threads
                 facts["register_demand_per_thread"] = (facts["accumulator_registers_per_thread"]
                                                        + facts["operand_registers_per_thread"])
                 facts.update({"dot_m": m, "dot_n": n, "dot_k": k, "dot_count": len(self.dots),
-                              "dot_operand_bits": _dtype_bits(largest.a_dtype)})
+                              "dot_operand_bits": largest.source_bits()})
                 facts["dot_dims"] = {axis: str(dim) for axis, dim in zip("mnk", (largest.m, largest.n, largest.k))
                                      if dim.constexpr is not None}
         except (KeyError, TypeError, ValueError):
@@ -394,7 +410,10 @@ def _learn_dots(probes: Sequence[Probe], names: Sequence[str]) -> tuple[DotTerm,
     for i in range(counts.pop()):
         dims = [_attribute([p.dots[i][0][axis] for p in probes], probes, names) for axis in range(3)]
         a_dtype, acc_bits, lowering = probes[0].dots[i][1], probes[0].dots[i][2], probes[0].dots[i][3]
-        terms.append(DotTerm(dims[0], dims[1], dims[2], a_dtype, acc_bits, lowering))
+        by_path = {}
+        for probe in probes:
+            by_path.setdefault(probe.path, probe.dots[i][1])
+        terms.append(DotTerm(dims[0], dims[1], dims[2], a_dtype, acc_bits, lowering, tuple(sorted(by_path.items()))))
     return tuple(terms)
 
 
@@ -426,10 +445,10 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
     if not probes:
         raise ModelError("no probe compiled")
     names = _numeric_names(probes)
-    dots = _learn_dots(probes, names)
     mfma = getattr(arch, "vendor", "nvidia") == "amd"
     if mfma:  # the probes read "mma_sync" for any non-wgmma MMA; on AMD it is MFMA
         probes = [replace(p, path="mfma") if p.path == "mma_sync" else p for p in probes]
+    dots = _learn_dots(probes, names)
     by_path: dict[str, list[Probe]] = {}
     for probe in probes:
         by_path.setdefault(probe.path, []).append(probe)

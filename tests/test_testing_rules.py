@@ -78,13 +78,7 @@ NVIDIA = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
 ALL_ARCHS = [*NVIDIA, "gfx942"]
 
 #: Known failures of the property (docs/testing.md, "Known failures"); the cases stay, as strict xfails.
-FP8_OPERAND_BITS = ("the resource model takes the dot's operand type from its first probe, an sm_100 mma.sync "
-                    "fallback whose fp8 operands are already converted to fp16: predicted dot_operand_bits is 16")
 XFAIL = {
-    "DTY004-fp8": FP8_OPERAND_BITS + " for every config, so DTY004 never fires (32x64x64, 3 stages, 4 warps: "
-                  "compiled mma.sync with fp8_upcast, DTY004 silent)",
-    "REG002-fp8": FP8_OPERAND_BITS + ", so tcgen05 configs, which keep 8-bit operands, are predicted twice the "
-                  "operand registers (128x128x512, 1 stage, 4 warps: predicted demand 512, compiled 256)",
     "AMD008-nonkdim": "the gfx942 model predicts mfma for every config; matrix_instr_nonkdim=4 on a 4x64x64 tile "
                       "compiles to no v_mfma (AMD005 rejects the value at the config stage anyway)",
 }
