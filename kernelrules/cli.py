@@ -78,11 +78,15 @@ def arch_list(
     if output is OutputFormat.json:
         _echo_json([_arch_summary(a) for a in archs])
         return
+    name_width = max(len(a.name) for a in archs)
+    cc_width = max(len(a.compute_capability) for a in archs)
+    family_width = max(len(a.family) for a in archs)
     for arch in archs:
         summary = _arch_summary(arch)
         aliases = ", ".join(summary["aliases"])
         skus = ", ".join(summary["skus"]) or "-"
-        typer.echo(f"{arch.name:8s} cc {arch.compute_capability:5s} {arch.family:10s} aliases: {aliases}; SKUs: {skus}")
+        typer.echo(f"{arch.name:{name_width}s}  cc {arch.compute_capability:{cc_width}s}  {arch.family:{family_width}s}  "
+                   f"aliases: {aliases}; SKUs: {skus}")
 
 
 def _arch_summary(arch) -> dict:
@@ -546,6 +550,39 @@ def tune_command(
         for line in summary_lines(result.summary, result.notes):
             typer.echo(line)
     raise typer.Exit(0 if result.summary.get("winner") else 1)
+
+
+@app.command("space")
+def space_command(
+    from_inductor: str = typer.Option(..., "--from-inductor", help="An Inductor kernel file or output_code.py, as FILE or FILE:KERNEL_NAME."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Space file to write (default: <kernel name>.tune.yaml beside FILE; '-' for stdout)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing space file."),
+) -> None:
+    """Write an editable tune space file for a torch.compile (Inductor) kernel, from its triton_meta and size hints."""
+    from .tune.inductor_space import generate, split_target
+
+    path, name = split_target(from_inductor)
+    if not path.is_file():
+        raise KernelrulesError("no such file", path=str(path))
+    to_stdout = output is not None and str(output) == "-"
+    if output is None:
+        from .tune.inductor_space import find_kernel
+
+        func, _offset, _decorator = find_kernel(path.resolve(), name)
+        output = path.parent / f"{func.name}.tune.yaml"
+    target = Path.cwd() / "space.tune.yaml" if to_stdout else output
+    generated = generate(path, name, target)
+    if to_stdout:
+        typer.echo(generated.text, nl=False)
+    else:
+        if output.exists() and not force:
+            raise KernelrulesError("space file exists; not overwriting", path=str(output), hint="use --force or -o")
+        output.write_text(generated.text, encoding="utf-8")
+        typer.echo(f"wrote {output} ({generated.kernel}, {generated.kernel_type})")
+    if generated.todo:
+        raise KernelrulesError(f"{', '.join(generated.todo)} could not be inferred and {'is' if len(generated.todo) == 1 else 'are'} "
+                               f"TODO in the space file: fill {'it' if len(generated.todo) == 1 else 'them'} in before tuning",
+                               path=None if to_stdout else str(output))
 
 
 @app.command("report")
