@@ -129,6 +129,13 @@ class Tuner:
         self.best_ms: float | None = None
         self.previous_ms: float | None = None
         self.started = time.monotonic()
+        if options.stage == "compiled":
+            blocked = _compiled_stage_blocked(self.space)
+            if blocked:
+                options.stage = "config"
+                self.notes.append(f"the compiled stage is off: the Inductor kernel reads {', '.join(blocked)} from "
+                                  f"imports the compile gate does not load (torch._inductor); candidates were judged "
+                                  f"at the config stage and compiled by the benchmark worker")
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -566,7 +573,7 @@ class Tuner:
         final = {"top": finals, "winner": finals[0] if finals else None, "rounds": max(1, o.rounds),
                  "baseline_ms": sorted(baseline_times)[len(baseline_times) // 2] if baseline_times else None,
                  "baseline": self.spec.baseline or ("harness" if self.spec.harness else
-                                                    next(iter(self.spec.reference.values()), None)),
+                                                    _reference_label(self.spec)),
                  "device": worker.info.get("device"), "by": worker_id(), "interpret": o.interpret,
                  "time": time.time()}
         self.study.set_user_attr("kr_final", final)
@@ -590,6 +597,33 @@ class Tuner:
             summary_["winner"] = {"config": winner["config"], "ms": winner["ms"],
                                   "triton_config": rec.triton_config_line(winner["config"])}
         return TuneResult(self.records, summary_, self.notes)
+
+
+def _reference_label(spec: ProblemSpec) -> str | None:
+    if spec.reference_config is not None:
+        return "the kernel at the reference config (" + ", ".join(
+            f"{k}={v}" for k, v in spec.reference_config.items()) + ")"
+    return next(iter(spec.reference.values()), None)
+
+
+def _compiled_stage_blocked(space: Any) -> list[str]:
+    """Names an Inductor kernel reads from imports the compile gate does not load (``triton_helpers``, ...).
+
+    The compiled stage cross-compiles the kernel as kernelrules loads kernels (only
+    ``triton`` and ``math`` imports kept, docs/compilation.md); an Inductor kernel calling
+    ``triton_helpers.maximum`` or ``libdevice.*`` cannot compile that way, while the
+    benchmark worker (which imports them) can run it.
+    """
+    from ..inductor import inductor_kernel_info
+    from ..kernelsource import _hash_reduced, _read_source, reduce_module
+
+    try:
+        if inductor_kernel_info(space.kernel_path, space.kernel_name) is None:
+            return []
+        reduced = reduce_module(_read_source(Path(space.kernel_path)), Path(space.kernel_path))
+        return list(_hash_reduced(reduced, space.kernel_name)[1])
+    except Exception:  # noqa: BLE001 - the gate reports what it cannot load
+        return []
 
 
 def _call(worker: Any, request: tuple, poll: float = 0.5) -> dict:

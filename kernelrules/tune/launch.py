@@ -49,9 +49,76 @@ def load_module(path: str) -> Any:
     return module
 
 
+def load_inductor_kernel(path: str, name: str) -> Any | None:
+    """An Inductor kernel (``@triton_heuristics.*`` on its def), loaded without Inductor's launcher.
+
+    The ``@triton_heuristics.<kind>(...)`` decorators become identity functions written
+    at their place (so the function's first line, which Triton reads its source from, is
+    unchanged) and their metadata is never evaluated; of the module, only the imports
+    the jit functions read (``triton``, ``tl``, ``triton_helpers``, ``libdevice``,
+    ``tl_math``, ...) and the functions are kept: not ``set_driver_to_gpu()`` nor any
+    other statement. A kernel embedded in an ``output_code.py``
+    (``async_compile.triton('name', '''...''')``) is compiled with its lines in that
+    file. None when ``name`` is not an Inductor kernel of ``path``.
+    """
+    import ast
+
+    from ..inductor import _embedded_sources, _read, heuristics_decorator, kernel_functions
+
+    path = str(Path(path).resolve())
+    key = f"{path}::inductor"
+    functions = list(kernel_functions(Path(path), _read(Path(path))))
+    found = [(f, off) for f, off in functions if f.name == name and heuristics_decorator(f) is not None]
+    if not found:
+        return None
+    if key in _LOADED and hasattr(_LOADED[key], name):
+        return getattr(_LOADED[key], name)
+    func, offset = found[0]
+    source = _read(Path(path))
+    tree = ast.parse(source, filename=path)
+    if offset:  # the kernel's own module is the embedded source
+        for text, first_line in _embedded_sources(tree):
+            if first_line - 1 == offset:
+                tree = ast.parse(text)
+                ast.increment_lineno(tree, offset)
+                break
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    read = {n.id for d in defs for n in ast.walk(d) if isinstance(n, ast.Name)}
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound = {(a.asname or a.name).split(".")[0] for a in node.names}
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            if bound & read or any(m.split(".")[0] in ("triton", "math") for m in modules):
+                body.append(node)
+        elif isinstance(node, ast.FunctionDef):
+            decorators = []
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and heuristics_decorator(
+                        ast.FunctionDef(name="", args=node.args, body=[], decorator_list=[decorator])) is not None:
+                    identity = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(arg="f")], kwonlyargs=[],
+                                                             kw_defaults=[], defaults=[]),
+                                          body=ast.Name(id="f", ctx=ast.Load()))
+                    decorator = ast.copy_location(identity, decorator)
+                decorators.append(decorator)
+            node.decorator_list = decorators
+            body.append(node)
+    module_ast = ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+    import types
+
+    module_name = f"_kernelrules_inductor_{abs(hash(path)):x}_{Path(path).stem}"
+    module = types.ModuleType(module_name)
+    module.__file__ = path
+    sys.modules[module_name] = module
+    exec(compile(module_ast, path, "exec"), module.__dict__)  # noqa: S102 - imports and the jit defs only
+    _LOADED[key] = module
+    return getattr(module, name)
+
+
 def load_kernel(path: str, name: str) -> Any:
     """The kernel object, with any @triton.autotune wrapper removed (tune picks the config)."""
-    obj = getattr(load_module(path), name)
+    inductor = load_inductor_kernel(path, name)
+    obj = inductor if inductor is not None else getattr(load_module(path), name)
     from triton.runtime.autotuner import Autotuner
 
     while isinstance(obj, Autotuner):
@@ -77,6 +144,7 @@ class DeclaredRunner:
         self._args = {k: safeexpr.parse(v) for k, v in spec.args.items()}
         self._grid = [safeexpr.parse(g, torch_allowed=False) for g in spec.grid]
         self._baseline = safeexpr.parse(spec.baseline) if spec.baseline else None
+        self._pristine: dict[int, Any] = {}  # in-place outputs as made: restored before every checked launch
 
     def make(self, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
         torch = self.torch
@@ -88,8 +156,21 @@ class DeclaredRunner:
             tensors[name] = _fill(torch, tensor.init, shape, dtype, self.device, generator)
         for name, tensor in self.spec.outputs.items():
             shape = self.spec.shape(tensor, sizes)
-            tensors[name] = torch.empty(shape, dtype=getattr(torch, TORCH_DTYPES[tensor.dtype]), device=self.device)
+            dtype = getattr(torch, TORCH_DTYPES[tensor.dtype])
+            if tensor.in_place:
+                tensors[name] = _fill(torch, tensor.init, shape, dtype, self.device, generator)
+                self._pristine[id(tensors[name])] = tensors[name].clone()
+            else:
+                tensors[name] = torch.empty(shape, dtype=dtype, device=self.device)
         return tensors
+
+    def restore(self, tensor: Any) -> bool:
+        """Put an in-place output back as it was made; False for a plain output (poison it)."""
+        pristine = self._pristine.get(id(tensor))
+        if pristine is None:
+            return False
+        tensor.copy_(pristine)
+        return True
 
     def _env(self, tensors: Mapping[str, Any], sizes: Mapping[str, int], config: Mapping[str, Any]) -> dict:
         return {**self.spec.values, **config, **sizes, **tensors}
@@ -124,6 +205,8 @@ class DeclaredRunner:
 
     def reference(self, tensors: Mapping[str, Any], sizes: Mapping[str, int], precise: bool = True) -> dict[str, Any]:
         torch = self.torch
+        if self.spec.reference_config is not None:
+            return self._reference_launch(tensors, sizes) if precise else {}
         inputs = {n: tensors[n] for n in self.spec.inputs}
         if precise:
             inputs = {n: t.double() if t.dtype.is_floating_point else t for n, t in inputs.items()}
@@ -136,7 +219,28 @@ class DeclaredRunner:
             out[name] = value.double() if precise and value.dtype.is_floating_point else value
         return out
 
+    def _reference_launch(self, tensors: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[str, Any]:
+        """``reference: {config: ...}``: the kernel at the reference config, on copies, outputs poisoned first.
+
+        There is no float64 reference then: the outputs are the kernel's own, in its
+        precision, and a config is compared with them under the dtype's tolerances.
+        """
+        copies = {k: v.clone() if hasattr(v, "clone") else v for k, v in tensors.items()}
+        for name in self.outputs:
+            pristine = self._pristine.get(id(tensors[name]))
+            if pristine is not None:
+                copies[name].copy_(pristine)
+            else:
+                poison(copies[name])
+        self.prepare(self.spec.reference_config or {}, copies, sizes)()
+        if self.device != "cpu":
+            self.torch.cuda.synchronize()
+        return {name: copies[name].double() if copies[name].dtype.is_floating_point else copies[name]
+                for name in self.outputs}
+
     def baseline(self, tensors: Mapping[str, Any], sizes: Mapping[str, int]) -> Callable[[], Any]:
+        if self.spec.reference_config is not None and not self._baseline:
+            return self.prepare(self.spec.reference_config, tensors, sizes)
         expr = self._baseline or next(iter(self._reference.values()))
         env = {**self.spec.values, **sizes, **tensors}
         return lambda: expr.evaluate(env)
@@ -225,5 +329,8 @@ def make_runner(spec: ProblemSpec, device: str) -> Any:
 
 
 def poison_outputs(runner: Any, tensors: Mapping[str, Any]) -> None:
+    """Poison every output before a checked launch; an in-place output is restored to its inputs instead."""
+    restore = getattr(runner, "restore", None)
     for name in runner.outputs:
-        poison(tensors[name])
+        if restore is None or not restore(tensors[name]):
+            poison(tensors[name])

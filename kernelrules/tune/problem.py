@@ -59,6 +59,7 @@ class TensorSpec:
     shape: list[str]
     dtype: str
     init: str = "randn"
+    in_place: bool = False  # an output the kernel also reads (Inductor's in_out_ptr): filled, restored per check
 
 
 @dataclass
@@ -76,6 +77,7 @@ class ProblemSpec:
     args: dict[str, str] = field(default_factory=dict)
     grid: list[str] = field(default_factory=list)
     reference: dict[str, str] = field(default_factory=dict)
+    reference_config: dict[str, Any] | None = None  # reference: {config: {...}}: the kernel itself at that config
     baseline: str | None = None
     flops: str | None = None
     bytes: str | None = None
@@ -132,14 +134,17 @@ class ProblemSpec:
         return ", ".join(f"{k}={v}" for k, v in self.sizes.items())
 
 
-def _tensor(name: str, raw: Any, default_dtype: str, where: Any) -> TensorSpec:
+def _tensor(name: str, raw: Any, default_dtype: str, where: Any, output: bool = False) -> TensorSpec:
     if isinstance(raw, list):
         raw = {"shape": raw}
     if not isinstance(raw, dict) or "shape" not in raw:
         raise where(f"tensor {name!r} needs a shape: [M, K] or {{shape: [M, K], dtype: fp16}}")
-    unknown = set(raw) - {"shape", "dtype", "init"}
+    known = {"shape", "dtype", "init", "in_place"} if output else {"shape", "dtype", "init"}
+    unknown = set(raw) - known
     if unknown:
-        raise where(f"tensor {name!r}: unknown keys {', '.join(sorted(unknown))} (shape, dtype, init)")
+        raise where(f"tensor {name!r}: unknown keys {', '.join(sorted(unknown))} ({', '.join(sorted(known))})")
+    if not isinstance(raw.get("in_place", False), bool):
+        raise where(f"tensor {name!r}: in_place must be true or false")
     dtype = str(raw.get("dtype", default_dtype))
     if dtype not in TORCH_DTYPES:
         raise where(f"tensor {name!r}: unknown dtype {dtype!r} (one of {', '.join(TORCH_DTYPES)})")
@@ -148,7 +153,18 @@ def _tensor(name: str, raw: Any, default_dtype: str, where: Any) -> TensorSpec:
         raise where(f"tensor {name!r}: unknown init {init!r} (one of {', '.join(INITS)})")
     if not isinstance(raw["shape"], list) or not raw["shape"]:
         raise where(f"tensor {name!r}: shape must be a non-empty list")
-    return TensorSpec(name, [str(s) for s in raw["shape"]], dtype, init)
+    return TensorSpec(name, [str(s) for s in raw["shape"]], dtype, init, bool(raw.get("in_place", False)))
+
+
+def _todo_fields(value: Any, path: tuple = ()) -> list[tuple]:
+    """Paths of the values still ``TODO`` (left by ``kernelrules space --from-inductor``)."""
+    if isinstance(value, str):
+        return [path] if value.strip().upper().startswith("TODO") else []
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _todo_fields(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _todo_fields(v, (*path, i))]
+    return []
 
 
 def load_problem(space: Space) -> ProblemSpec:
@@ -164,6 +180,14 @@ def load_problem(space: Space) -> ProblemSpec:
     raw = dict(space.problem)
     if not raw:
         raise error_at()("the space file has no problem section; tune needs one (see docs/tune.md)")
+    todo = _todo_fields(raw)
+    if todo:
+        names = ", ".join("problem." + ".".join(str(p) for p in path if not isinstance(p, int)) for path in todo)
+        raise error_at(*todo[0])(f"{names} {'is' if len(todo) == 1 else 'are'} still TODO: fill in what the "
+                                 f"generator could not infer (see the comment on the line)")
+    fixed_todo = [k for k, v in space.fixed.items() if _todo_fields(v)]
+    if fixed_todo:
+        raise SpaceFileError(f"fixed.{', fixed.'.join(fixed_todo)} still TODO: give the value", path=str(space.path))
     sizes = {k: v for k, v in raw.items() if k not in TUNE_KEYS and isinstance(v, int) and not isinstance(v, bool)}
     values = {k: v for k, v in raw.items() if k not in TUNE_KEYS and k not in sizes}
     default_dtype = str(raw.get("dtype", "fp32"))
@@ -183,7 +207,8 @@ def load_problem(space: Space) -> ProblemSpec:
         section = raw.get(key, {}) or {}
         if not isinstance(section, dict):
             raise error_at(key)(f"problem.{key} must be a mapping of tensor names")
-        tensors = {n: _tensor(n, t, default_dtype, error_at(key, n)) for n, t in section.items()}
+        tensors = {n: _tensor(n, t, default_dtype, error_at(key, n), output=key == "outputs")
+                   for n, t in section.items()}
         setattr(spec, key, tensors)
     if spec.harness is None and ("inputs" not in raw or "outputs" not in raw or "reference" not in raw):
         raise error_at()("the problem section needs inputs, outputs and reference (or a harness: file.py:Name)")
@@ -235,7 +260,10 @@ def _check_expressions(spec: ProblemSpec, raw: Mapping[str, Any], space: Space, 
             raise error_at("grid")("the grid has one to three dimensions")
         spec.grid = [_parse(g, size_names | config_names, error_at("grid")) for g in grid]
         reference = raw["reference"]
-        if isinstance(reference, str):
+        if isinstance(reference, dict) and set(reference) == {"config"} and "config" not in spec.outputs:
+            spec.reference_config = _reference_config(reference["config"], space, error_at("reference", "config"))
+            reference = {}
+        elif isinstance(reference, str):
             if len(spec.outputs) != 1:
                 raise error_at("reference")("with several outputs, give the reference per output: {c: a @ b, ...}")
             reference = {next(iter(spec.outputs)): reference}
@@ -273,6 +301,30 @@ def _check_expressions(spec: ProblemSpec, raw: Mapping[str, Any], space: Space, 
                 isinstance(v, (int, float)) and v >= 0 for v in tolerance.values()):
             raise error_at("tolerance")("tolerance must be {rtol: number, atol: number}")
         spec.tolerance = {k: float(v) for k, v in tolerance.items()}
+
+
+#: Launch options a reference config may give besides the kernel's constexprs.
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def _reference_config(raw: Any, space: Space, where: Any) -> dict[str, Any]:
+    """``reference: {config: {XBLOCK: 128, num_warps: 4}}``: every searched constexpr, fixed values filled in."""
+    if not isinstance(raw, dict) or not raw:
+        raise where("reference.config must map the kernel's constexprs (and num_warps, num_stages) to values")
+    names = set(space.space) | set(space.fixed) | set(LAUNCH_OPTIONS)
+    unknown = sorted(set(raw) - names)
+    if unknown:
+        raise where(f"reference.config: {', '.join(unknown)} is not a key of the space "
+                    f"(known: {', '.join(sorted(names))})")
+    bad = [k for k, v in raw.items() if isinstance(v, bool) or not isinstance(v, (int, float, str))]
+    if bad:
+        raise where(f"reference.config: {', '.join(bad)} must be a number or a string")
+    config = {**raw, **{k: v for k, v in space.fixed.items() if k not in raw}}
+    missing = sorted(k for k in space.space if k not in config and k not in LAUNCH_OPTIONS)
+    if missing:
+        raise where(f"reference.config needs a value for {', '.join(missing)} (the reference runs the kernel "
+                    f"at that config)")
+    return config
 
 
 def scalar_problem(problem: Mapping[str, Any]) -> dict[str, Any]:

@@ -114,6 +114,30 @@ class _Session:
         missing = [n for n in self.runner.outputs if n not in ref64]
         if missing:
             raise ValueError(f"the reference gives no value for output(s) {', '.join(missing)}")
+        if self.spec.reference_config is not None:
+            self._check_reference_config()
+
+    def _check_reference_config(self) -> None:
+        """The kernel at the reference config must write every output element, on every seed and edge shape."""
+        torch = self.torch
+        config = ", ".join(f"{k}={v}" for k, v in self.spec.reference_config.items())
+        cases = [(self.spec.sizes, s) for s in self.spec.seeds] + [(e, self.spec.seeds[0]) for e in self.spec.edge_sizes]
+        for sizes, seed in cases:
+            _tensors, ref, _ = self.case(sizes, seed)
+            for name in self.runner.outputs:
+                value = ref[name]
+                if value.dtype.is_floating_point:
+                    bad = ~torch.isfinite(value)
+                elif value.dtype == torch.bool:
+                    continue
+                else:
+                    bad = value == torch.iinfo(value.dtype).min
+                count = int(bad.sum())
+                if count:
+                    where = ", ".join(f"{k}={v}" for k, v in sizes.items())
+                    raise ValueError(f"the reference config ({config}) leaves {count} of {value.numel()} elements of "
+                                     f"{name} unwritten or not finite at {where} (outputs are poisoned first; NaN "
+                                     f"from the inputs? try init: rand): pick another reference config")
 
     def sets_for_timing(self) -> list[dict]:
         """Input sets to rotate through while timing: several copies when they fit in L2."""
