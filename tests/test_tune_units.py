@@ -235,3 +235,69 @@ def test_recover_fails_stale_trials_and_queues_them_again(tmp_path):
     queued = study.get_trials()[3]
     assert queued.system_attrs["fixed_params"] == {"x": trial.params["x"]} and queued.user_attrs["kr_retry_of"] == 0
     assert claims.count() == 0
+
+
+TORCH_CUDA_ERROR = ("CUDA error: an illegal memory access was encountered\n"
+                    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+                    "below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+                    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+
+
+def test_gpu_errors_as_torch_and_triton_raise_them():
+    """torch >= 2.8 raises CUDA errors as torch.AcceleratorError (a RuntimeError subclass); Triton's launcher
+    raises RuntimeError("Triton Error [CUDA]: ..."). Neither is a compile error, in any phase."""
+    class AcceleratorError(RuntimeError):
+        pass
+
+    for phase in ("compile", "check", "time"):
+        assert feedback.classify_exception(AcceleratorError(TORCH_CUDA_ERROR), phase) == "illegal_address"
+        assert feedback.classify_exception(
+            RuntimeError("Triton Error [CUDA]: an illegal memory access was encountered"), phase) == "illegal_address"
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    assert feedback.classify_exception(OutOfResources(300000, 232448, "shared memory"), "check") == "out_of_resources"
+    assert feedback.classify_exception(PTXASError("ptxas fatal"), "compile") == "compile_error"
+    text = feedback.summary(f"AcceleratorError: {TORCH_CUDA_ERROR}")
+    assert "illegal memory access" in text and "CUDA_LAUNCH_BLOCKING" not in text
+    assert feedback.context_lost("illegal_address", text)
+    assert feedback.context_lost("launch_error", "RuntimeError: Triton Error [CUDA]: unspecified launch failure")
+    assert not feedback.context_lost("wrong_result", "c: 3 of 9 elements outside tolerance")
+
+
+def test_a_worker_whose_context_is_lost_is_restarted_before_the_next_request():
+    from kernelrules.tune.worker import BenchWorker, WorkerSettings
+
+    class Conn:
+        def __init__(self, messages):
+            self.messages = list(messages)
+
+        def recv(self):
+            return self.messages.pop(0)
+
+    worker = BenchWorker(0, WorkerSettings(spec=None), compile_timeout=1, bench_timeout=1)  # type: ignore[arg-type]
+    restarts = []
+    worker.restart = lambda: restarts.append(True)  # type: ignore[method-assign]
+    worker.request, worker.tag = ("evaluate", {}), "first"
+    worker.conn = Conn([("result", {"status": "illegal_address", "error": "AcceleratorError: CUDA error: an "
+                                                                           "illegal memory access was encountered"})])
+    assert worker.handle() == ("first", {"status": "illegal_address", "error": "AcceleratorError: CUDA error: an "
+                                                                                "illegal memory access was encountered"})
+    assert restarts == [True] and not worker.busy
+    worker.request, worker.tag = ("evaluate", {}), "second"
+    worker.conn = Conn([("result", {"status": "ok", "timing": {}})])
+    assert worker.handle() == ("second", {"status": "ok", "timing": {}}) and restarts == [True]
+
+
+def test_gpu_selection_and_device_names():
+    from kernelrules.tune.driver import sku_for_device
+    from kernelrules.tune.worker import visible_device
+
+    assert visible_device("0", None) == "0" and visible_device("1", "") == "1"
+    assert visible_device("1", "2,3") == "3" and visible_device("GPU-1234", "2,3") == "GPU-1234"
+    with pytest.raises(ValueError, match="only 2 GPU"):
+        visible_device("2", "2,3")
+    hopper = ["h100-sxm", "h100-pcie", "h200"]
+    assert sku_for_device("NVIDIA H200", hopper) == "h200"
+    assert sku_for_device("NVIDIA H100 PCIe", hopper) == "h100-pcie"
+    assert sku_for_device("NVIDIA H100 80GB HBM3", hopper) is None  # SXM or PCIe: the family's profile
+    assert sku_for_device("NVIDIA L40S", ["rtx4090", "l4", "l40s"]) == "l40s"

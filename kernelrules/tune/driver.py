@@ -669,9 +669,26 @@ def _arch_name(options: TuneOptions) -> str:
         import torch
 
         major, minor = torch.cuda.get_device_capability()
+        device_name = torch.cuda.get_device_name()
     except Exception:  # noqa: BLE001
         raise KernelrulesError("no GPU found to take the architecture from", hint="pass --arch, or --interpret") from None
-    return f"sm_{major}{minor}"
+    family = f"sm_{major}{minor}"
+    try:
+        skus = list(load_arch(family).flat().get("skus") or [])
+    except Exception:  # noqa: BLE001 - an unknown family: load_arch reports it
+        return family
+    return sku_for_device(device_name, skus) or family
+
+
+def sku_for_device(device_name: str, skus: Sequence[str]) -> str | None:
+    """The SKU profile a device name is (``NVIDIA H200`` -> ``h200``): every dash-separated part of the SKU
+    appears in the name; the most specific match wins, and a tie (``H100 80GB HBM3``: SXM or PCIe?) is none."""
+    name = device_name.lower().replace(" ", "").replace("-", "")
+    scored = sorted(((sum(len(p) for p in sku.lower().split("-")), sku) for sku in skus
+                     if all(part in name for part in sku.lower().split("-"))), reverse=True)
+    if not scored or (len(scored) > 1 and scored[0][0] == scored[1][0]):
+        return None
+    return scored[0][1]
 
 
 def default_study_name(space: Any, spec: ProblemSpec, arch: Any, interpret: bool) -> str:

@@ -35,6 +35,9 @@ GAP_CLASSES = ("out_of_resources", "compile_error", "compile_timeout")
 _ILLEGAL = ("illegal memory access", "illegal address", "misaligned address", "unspecified launch failure",
             "illegal instruction", "an illegal", "cuda error: an", "hardware exception", "device-side assert")
 
+_TORCH_CUDA_ADVICE = ("CUDA kernel errors might be asynchronously reported", "For debugging consider passing",
+                      "Compile with `TORCH_USE_CUDA_DSA`", "Search for `cudaErrorIllegalAddress'")
+
 
 def classify_exception(exc: BaseException, phase: str) -> str:
     """The failure class of an exception raised in a benchmark worker during ``phase``."""
@@ -42,9 +45,11 @@ def classify_exception(exc: BaseException, phase: str) -> str:
     text = f"{name}: {exc}".lower()
     if name == "OutOfResources" or "out of resource" in text:
         return "out_of_resources"
-    if name in ("CompilationError", "CompileTimeAssertionFailure") or "ptxas" in text or (
-            phase == "compile" and name not in ("RuntimeError",)):
+    if name in ("CompilationError", "CompileTimeAssertionFailure") or "ptxas" in text:
         return "compile_error"
+    # before the compile-phase fallback: torch >= 2.8 raises CUDA errors as torch.AcceleratorError (a
+    # RuntimeError subclass, "CUDA error: an illegal memory access was encountered"), Triton's launcher
+    # as RuntimeError("Triton Error [CUDA]: an illegal memory access was encountered")
     if any(marker in text for marker in _ILLEGAL):
         return "illegal_address"
     if phase == "compile":
@@ -54,12 +59,15 @@ def classify_exception(exc: BaseException, phase: str) -> str:
 
 def context_lost(failure: str, message: str) -> bool:
     """Whether the CUDA context is unusable after this failure (the worker must restart)."""
-    return failure == "illegal_address" or "cuda error" in message.lower()
+    low = message.lower()
+    return failure == "illegal_address" or "cuda error" in low or "error [cuda]" in low
 
 
 def summary(message: str, limit: int = 300) -> str:
     """The useful part of an error message: its last meaningful lines, shortened."""
     lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()]
+    # torch's CUDA errors put the error on the first line and three lines of advice after it
+    lines = [line for line in lines if not line.startswith(_TORCH_CUDA_ADVICE)] or lines
     text = " | ".join(lines[-3:]) if lines else ""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

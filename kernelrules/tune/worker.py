@@ -145,11 +145,22 @@ class _Session:
             tensors, _, _ = self.case(self.spec.sizes, self.spec.seeds[0])
             sets = [tensors]
             size = sum(t.numel() * t.element_size() for t in tensors.values() if hasattr(t, "numel"))
-            if not self.settings.interpret and self.settings.l2_bytes and 0 < size <= self.settings.l2_bytes:
-                copies = min(8, max(2, -(-2 * self.settings.l2_bytes // size)))
+            l2 = self.l2_bytes()
+            if l2 and 0 < size <= l2:
+                copies = min(8, max(2, -(-2 * l2 // size)))
                 sets += [{k: v.clone() for k, v in tensors.items()} for _ in range(copies - 1)]
             self.timing_sets = sets
         return self.timing_sets
+
+    def l2_bytes(self) -> int:
+        """The GPU's L2 size: the device's own figure (torch), else the architecture profile's; 0 when interpreted."""
+        if self.settings.interpret:
+            return 0
+        try:
+            found = int(getattr(self.torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
+        except Exception:  # noqa: BLE001 - an older torch: the profile's figure
+            found = 0
+        return found or int(self.settings.l2_bytes or 0)
 
     def evaluate(self, config: dict) -> dict:
         from .correctness import compare, tolerance_for
@@ -248,11 +259,32 @@ def _launch_facts(compiled: Any) -> dict[str, Any]:
     return facts
 
 
+def visible_device(gpu: str, inherited: str | None) -> str:
+    """What the worker of ``--gpus`` entry ``gpu`` sets ``CUDA_VISIBLE_DEVICES`` to.
+
+    An index is read, as torch reads ``cuda:N``, into the ``CUDA_VISIBLE_DEVICES`` the
+    driver was started with (``CUDA_VISIBLE_DEVICES=2,3 ... --gpus 1`` is physical GPU 3), so
+    a worker never leaves the GPUs the driver was given; a UUID, or an index without such
+    a list, is used as it is.
+    """
+    visible = [d.strip() for d in (inherited or "").split(",") if d.strip()]
+    if visible and gpu.isdigit():
+        if int(gpu) >= len(visible):
+            raise ValueError(f"--gpus {gpu}: CUDA_VISIBLE_DEVICES={inherited} makes only {len(visible)} GPU(s) visible")
+        return visible[int(gpu)]
+    return gpu
+
+
 def worker_main(conn: Any, settings: WorkerSettings) -> None:
     """Entry point of a benchmark worker process."""
     _die_with_parent()
     if settings.gpu is not None and not settings.interpret:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(settings.gpu)
+        try:
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible_device(str(settings.gpu),
+                                                                os.environ.get("CUDA_VISIBLE_DEVICES"))
+        except ValueError as exc:
+            conn.send(("fatal", str(exc), ""))
+            return
     if settings.interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     if settings.triton_cache_dir:
@@ -343,12 +375,18 @@ class BenchWorker:
         import tempfile
         from multiprocessing.connection import Connection
 
+        if self._log is not None:  # a restart: the previous worker's output is no longer read
+            self._log.close()
+
         ours, theirs = socket.socketpair()
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, PYTHONPATH=python_path, PYTHONUNBUFFERED="1")
         self._log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "kernelrules.tune.worker", str(theirs.fileno())],
+        # -P (3.11+): not the working directory first on sys.path, so the worker imports the kernelrules the
+        # driver runs (package_root, on PYTHONPATH) even when started from a checkout's root
+        isolate = ["-P"] if sys.version_info >= (3, 11) else []
+        self.proc = subprocess.Popen([sys.executable, *isolate, "-m", "kernelrules.tune.worker", str(theirs.fileno())],
                                      pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True, env=env, close_fds=True)
         theirs.close()
@@ -405,7 +443,15 @@ class BenchWorker:
             self.deadline = time.monotonic() + limit
             return None
         if message[0] == "result":
-            return self._finish(message[1])
+            result = message[1]
+            done = self._finish(result)
+            from .feedback import context_lost
+
+            if context_lost(result.get("status", ""), result.get("error") or ""):
+                # the worker answers, then exits (its CUDA context is unusable): start a fresh one now, or
+                # the next request goes to the dying process and an innocent config is recorded as a crash
+                self.restart()
+            return done
         return None
 
     def expire(self) -> tuple[Any, dict] | None:
