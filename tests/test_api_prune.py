@@ -13,6 +13,7 @@ from kernelrules.errors import ConfigValueError, KernelrulesError, SignatureSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from matmul import matmul_kernel  # noqa: E402
+from standins import FakeTensor, matmul_args as example_args  # noqa: E402
 
 M = N = K = 4096
 LIMITS = {"ada": 101376, "hopper": 232448}
@@ -27,22 +28,6 @@ def cache_dir(tmp_path_factory):
         mp.setenv("KERNELRULES_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
         mp.delenv("KERNELRULES_ARCH", raising=False)
         yield
-
-
-class FakeTensor:
-    """Enough of a tensor for kernelrules (torch is not needed): a dtype and a 16-byte-aligned data pointer."""
-
-    def __init__(self, dtype: str = "torch.float16") -> None:
-        self.dtype = dtype
-
-    def data_ptr(self) -> int:
-        return 1 << 20
-
-
-def example_args():
-    """The example matmul's launch arguments with stand-in tensors (positional, as a launch passes them)."""
-    a = FakeTensor()
-    return (a, a, a, M, N, K, K, 1, N, 1, N, 1)
 
 
 def values(config):

@@ -20,6 +20,7 @@ from kernelrules.errors import KernelrulesError
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS.parent / "examples"))
 from matmul import matmul_kernel  # noqa: E402
+from standins import FakeTensor  # noqa: E402
 
 # 256 and 512 pass; 1000 is not a power of two (CFG001, repairs to 512); 6 warps is not either (CFG002, to 4)
 CONFIGS = [triton.Config({"BLOCK": 256}, num_warps=4), triton.Config({"BLOCK": 1000}, num_warps=4),
@@ -62,18 +63,8 @@ def cache_dir(tmp_path_factory):
         yield path
 
 
-class FakeTensor:
-    """Enough of a tensor for kernelrules (torch is not needed): a dtype and a 16-byte-aligned data pointer."""
-
-    def __init__(self, dtype: str = "torch.float32") -> None:
-        self.dtype = dtype
-
-    def data_ptr(self) -> int:
-        return 1 << 20
-
-
 def named_args(n=4096):
-    return {"x_ptr": FakeTensor(), "y_ptr": FakeTensor(), "n": n}
+    return {"x_ptr": FakeTensor("torch.float32"), "y_ptr": FakeTensor("torch.float32"), "n": n}
 
 
 def shape(configs):

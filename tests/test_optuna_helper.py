@@ -17,6 +17,7 @@ optuna = pytest.importorskip("optuna")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from matmul import matmul_kernel  # noqa: E402
+from standins import matmul_args as example_args  # noqa: E402
 
 SPACE = {"BLOCK_M": [64, 128, 256], "BLOCK_N": [128, 256], "BLOCK_K": [64], "num_warps": [4, 8],
          "num_stages": [3, 4, 5]}
@@ -32,21 +33,6 @@ def cache_dir(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def quiet_optuna():
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
-class FakeTensor:
-    """Enough of a tensor for kernelrules (torch is not needed): a dtype and a 16-byte-aligned data pointer."""
-
-    def __init__(self, dtype: str = "torch.float16") -> None:
-        self.dtype = dtype
-
-    def data_ptr(self) -> int:
-        return 1 << 20
-
-
-def example_args():
-    a = FakeTensor()
-    return (a, a, a, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1)
 
 
 def grid():

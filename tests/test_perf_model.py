@@ -19,6 +19,7 @@ from kernelrules.perf_model import NEUTRAL_ESTIMATE, estimate, triton_perf_model
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 from matmul import matmul_kernel  # noqa: E402
+from standins import matmul_named_args as named_args  # noqa: E402
 
 #: The k docs/perf-model.md claims: the fastest measured config is in the model's top 5.
 DOCUMENTED_TOP_K = 5
@@ -29,20 +30,6 @@ tiles = st.sampled_from([16, 32, 64, 128, 256])
 
 def config(bm, bn, bk, warps=4, stages=3):
     return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": 8, "num_warps": warps, "num_stages": stages}
-
-
-class FakeTensor:
-    """Enough of a tensor for the launch signature: a dtype and a data pointer."""
-
-    dtype = "torch.float16"
-
-    def data_ptr(self) -> int:
-        return 1 << 20
-
-
-def named_args(M=4096, N=4096, K=4096):
-    return {"a_ptr": FakeTensor(), "b_ptr": FakeTensor(), "c_ptr": FakeTensor(), "M": M, "N": N, "K": K,
-            "stride_am": K, "stride_ak": 1, "stride_bk": N, "stride_bn": 1, "stride_cm": N, "stride_cn": 1}
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -13,22 +13,7 @@ from kernelrules.triton import early_prune, launch_signature
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from matmul import matmul_kernel  # noqa: E402
-
-
-class FakeTensor:
-    """Enough of a tensor for the pruner: a dtype and a 16-byte-aligned data pointer."""
-
-    def __init__(self, dtype: str = "torch.float16") -> None:
-        self.dtype = dtype
-
-    def data_ptr(self) -> int:
-        return 1 << 20
-
-
-def named_args(M=4096, N=4096, K=4096):
-    a, b, c = FakeTensor(), FakeTensor(), FakeTensor()
-    return {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": M, "N": N, "K": K, "stride_am": K, "stride_ak": 1,
-            "stride_bk": N, "stride_bn": 1, "stride_cm": N, "stride_cn": 1}
+from standins import matmul_named_args as named_args  # noqa: E402
 
 
 def shared_bytes(config, arch):

@@ -32,12 +32,12 @@ optuna = pytest.importorskip("optuna")
 pytest.importorskip("torch")
 
 from conftest import kernelrules_command  # noqa: E402
+from tune_checks import TIMED, assert_two_workers_settled  # noqa: E402
 
 from kernelrules.tune.records import final_records  # noqa: E402
 from kernelrules.tune.study import Claims, load_records, open_storage  # noqa: E402
 
 SMALL = Path(__file__).parent / "fixtures" / "tune" / "matmul_small.yaml"
-TIMED = ("better", "slower")
 ROLE, PASSWORD = "tuner", "kr-test-pw"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -220,18 +220,7 @@ def test_two_concurrent_workers_never_time_the_same_config_twice(tmp_path, pg_ur
     for proc, (out, err) in zip(procs, outputs):
         assert proc.returncode == 0, err
     records = load_records(_study(pg_url))
-    timed = [r for r in records if r["status"] in TIMED]
-    keys = Counter(r["key"] for r in timed)
-    assert keys and max(keys.values()) == 1
-    assert len({r["worker"] for r in timed}) == 2  # both processes timed configs
-    duplicates = [r for r in records if r["status"] == "duplicate"]
-    assert duplicates  # the same proposals met, and the claims settled them
-    owners = {r["trial"]: r for r in records}
-    for dup in duplicates:
-        assert owners[dup["duplicate_of"]]["key"] == dup["key"]
-    assert len(final_records(records)) == 16
-    per_process = [[json.loads(line) for line in out.splitlines()] for out, _err in outputs]
-    assert sum(len(lines) - 1 for lines in per_process) == len(records) - len(duplicates)
+    assert_two_workers_settled(records, outputs, trials=16)
 
 
 def test_a_killed_run_resumes_with_no_trial_lost(tmp_path, pg_url):

@@ -18,12 +18,12 @@ optuna = pytest.importorskip("optuna")
 pytest.importorskip("torch")
 
 from conftest import kernelrules_command  # noqa: E402
+from tune_checks import TIMED, assert_two_workers_settled  # noqa: E402
 
 from kernelrules.tune.records import final_records  # noqa: E402
 from kernelrules.tune.study import load_records, open_storage  # noqa: E402
 
 SMALL = Path(__file__).parent / "fixtures" / "tune" / "matmul_small.yaml"
-TIMED = ("better", "slower")
 
 
 def _command(tmp_path: Path, *extra: str) -> list[str]:
@@ -99,18 +99,8 @@ def test_two_concurrent_workers_never_time_the_same_config_twice(tmp_path):
         assert record.get("worker", owner["worker"]) == owner["worker"], trial.number
     records = load_records(_study(tmp_path))
     assert not [r for r in records if r["status"] == "interrupted"]
-    timed = [r for r in records if r["status"] in TIMED]
-    keys = Counter(r["key"] for r in timed)
-    assert keys and max(keys.values()) == 1
-    assert len({r["worker"] for r in timed}) == 2  # both processes timed configs
-    duplicates = [r for r in records if r["status"] == "duplicate"]
-    assert duplicates  # the same proposals met, and the claims settled them
-    owners = {r["trial"]: r for r in records}
-    for dup in duplicates:
-        assert owners[dup["duplicate_of"]]["key"] == dup["key"]
-    assert len(final_records(records)) == 16
+    assert_two_workers_settled(records, outputs, trials=16)
     per_process = [[json.loads(line) for line in out.splitlines()] for out, _err in outputs]
-    assert sum(len(lines) - 1 for lines in per_process) == len(records) - len(duplicates)
     assert not [n for lines in per_process for n in lines[-1]["notes"] if "stale" in n]
 
 
