@@ -3,7 +3,7 @@
 Run on the GPU machine from the repository root (kernelrules importable, with optuna;
 torch and triton there already):
 
-    python3 benchmarks/h200_tune_smoke.py --out /tmp/smoke [--arch h200] [--checks env,a,b,c,d,e,f]
+    python3 benchmarks/h200_tune_smoke.py --out OUT_DIR [--arch h200] [--checks env,a,b,c,d,e,f]
 
 Each check runs in its own process with a time limit, prints one ``PASS``/``FAIL``/``SKIP``
 line with the evidence, and writes ``OUT/<check>.json``; ``OUT/smoke.json`` has them all.
