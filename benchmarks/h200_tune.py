@@ -6,16 +6,19 @@ Run on the GPU machine from the repository root (kernelrules installed with the
     python benchmarks/h200_tune.py --out DIR [--trials 300] [--time-budget 30m] [--gpus 0] [--repeats 3]
 
 Four strategies search the same space (``examples/matmul.tune.yaml`` by default: the
-fp16 matmul at 4096^3 over 1875 configs), each in its own study ``DIR/<method>-<r>.db``
-with the same budget and seed per repeat:
+fp16 matmul at 4096^3 over 1875 configs) with the same budget and seed per repeat, each in its own folder ``DIR/<method>-<r>/`` (study,
+Triton cache and kernelrules cache: no run reuses another's compiles):
 
 * ``kernelrules``: ``kernelrules tune`` as shipped: Sobol points then TPE, perf-model seeds,
   the rules gate at the compiled stage (rejected configs cost no launch);
 * ``tpe-raw``: TPE on the raw space (no rules, no seeds: failures cost launches);
 * ``random-raw``: random search on the raw space;
-* ``inductor``: TPE over the configs an Inductor-style filter keeps (block sizes at most
-  the next power of two of the problem's sizes, and the pipeline's shared memory,
-  ``num_stages x (BM x BK + BK x BN) x element bytes``, within the GPU's opt-in limit).
+* ``inductor``: exhaustive timing of the configs an Inductor-style filter keeps, in a
+  seeded random order (Optuna's grid sampler: every config once), cut at the budget. The
+  filter is the one of Inductor's max-autotune template heuristics: block sizes at most the
+  next power of two of the problem's sizes; the shared-memory estimate
+  ``num_stages x (BM x BK + BK x BN) x element bytes + 128`` within the GPU's opt-in limit;
+  at most 255 accumulator registers per thread, ``ceil(BM x BN / (num_warps x 32))``.
 
 Each run's records carry the time since its start (``elapsed_s``), so the script finds,
 per run, when the best-so-far first came within 2 % of the target (``--target-ms``, e.g.
@@ -62,8 +65,12 @@ def inductor_filter(space_path: Path, arch_name: str | None):
         if limit and all(k in config for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")):
             stages = config.get("num_stages", 3)
             shared = stages * (config["BLOCK_M"] * config["BLOCK_K"] + config["BLOCK_K"] * config["BLOCK_N"]) * elem
-            if shared > limit:
-                return f"estimated {shared} bytes of shared memory > {limit}"
+            if shared + 128 > limit:
+                return f"estimated {shared + 128} bytes of shared memory > {limit}"
+        if all(k in config for k in ("BLOCK_M", "BLOCK_N")):
+            accumulators = -(-config["BLOCK_M"] * config["BLOCK_N"] // (config.get("num_warps", 4) * 32))
+            if accumulators > 255:
+                return f"{accumulators} accumulator registers per thread > 255"
         return None
 
     return check
@@ -72,8 +79,13 @@ def inductor_filter(space_path: Path, arch_name: str | None):
 def run_method(method: str, repeat: int, args) -> dict:
     from kernelrules.tune.driver import TuneOptions, Tuner
 
+    # each run in its own folder: its own study, Triton cache (beside the study) and kernelrules cache, so no
+    # run finds another's compiles
+    folder = Path(args.out) / f"{method}-{repeat}"
+    folder.mkdir(parents=True, exist_ok=True)
     common = dict(arch=args.arch, trials=args.trials, time_budget=args.time_budget, gpus=args.gpus,
-                  interpret=args.interpret, seed=repeat, storage=str(Path(args.out) / f"{method}-{repeat}.db"),
+                  interpret=args.interpret, seed=repeat, storage=str(folder / "study.db"),
+                  cache_dir=str(folder / "compile-cache"),
                   study_name=f"{method}-{repeat}", top_k=args.top_k, rounds=args.rounds,
                   bench_timeout=args.bench_timeout, jobs=args.jobs)
     if method == "kernelrules":
@@ -83,7 +95,7 @@ def run_method(method: str, repeat: int, args) -> dict:
     elif method == "random-raw":
         options = TuneOptions(**common, sampler="random", stage="none", model_seeds=0)
     else:
-        options = TuneOptions(**common, sampler="tpe", stage="none", model_seeds=0,
+        options = TuneOptions(**common, sampler="grid", stage="none", model_seeds=0,
                               candidate_filter=inductor_filter(Path(args.space), args.arch or _gpu_arch()))
     started = time.time()
     result = Tuner(args.space, options).run()
