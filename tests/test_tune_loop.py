@@ -132,3 +132,12 @@ def test_cli_json_lines_and_errors(tmp_path, run_cli):
     other = run_cli("tune", str(FIXTURES / "wrong_matmul.yaml"), "--arch", "ampere", "--interpret", "--storage",
                     str(tmp_path / "j.db"), "--study-name", summary["study"], "--stage", "config")
     assert other.returncode == 2 and "was made for another kernel" in other.stderr
+
+
+def test_seeds_left_waiting_are_queued_not_in_flight(tmp_path):
+    """A budget smaller than the perf model's seeds leaves seeds enqueued: counted as queued, none in flight."""
+    result = tune(SMALL, arch="ampere", interpret=True, trials=3, storage=str(tmp_path / "study.db"),
+                  stage="config", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, seed=0, model_seeds=6)
+    f = result.summary["funnel"]
+    assert f["sampled"] == 3 and f["in_flight"] == 0
+    assert f["queued"] == 3  # six seeds enqueued, three asked

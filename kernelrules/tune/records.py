@@ -66,7 +66,8 @@ def funnel(records: Iterable[Mapping[str, Any]], space_size: int) -> dict[str, A
         "duplicates": trial_statuses["duplicate"],
         "outside_space": trial_statuses["outside_space"],
         "interrupted": trial_statuses["interrupted"],
-        "in_flight": trial_statuses["running"] + trial_statuses["waiting"],
+        "in_flight": trial_statuses["running"],
+        "queued": trial_statuses["waiting"],  # enqueued (perf-model seeds, retries) and not asked yet
     }
 
 
