@@ -224,7 +224,9 @@ def check_env(args, check: Check) -> None:
              "    from kernelrules.tune.feedback import classify_exception, summary\n"
              "    print(type(e).__module__, type(e).__name__, isinstance(e, RuntimeError), '|',\n"
              "          classify_exception(e, 'check'), '|', summary(str(e)))\n")
-    rc, out, err = _run([sys.executable, "-c", probe], 60, Path(args.out) / "env-illegal-probe.log")
+    script = Path(args.out) / "env_illegal_probe.py"  # a file: @triton.jit reads its function's source
+    script.write_text(probe)
+    rc, out, err = _run([sys.executable, str(script)], 60, Path(args.out) / "env-illegal-probe.log")
     f["illegal_probe"] = out.strip() or _tail(err)
     check.expect("illegal_address" in out, f"an illegal store is not classified illegal_address: {f['illegal_probe']}")
 
