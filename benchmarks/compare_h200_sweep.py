@@ -37,7 +37,7 @@ def main() -> None:
     rejected = {k for k, r in verdicts.items() if r.verdict.verdict == "reject"}
 
     print(f"configs measured: {len(compiled)} of {len(verdicts)} (compiled on the GPU machine's CPUs)")
-    print(f"torch.matmul: " + ", ".join(f"{r['tflops']:.0f}" for r in references) + " TFLOP/s")
+    print("torch.matmul: " + ", ".join(f"{r['tflops']:.0f}" for r in references) + " TFLOP/s")
     same = [r for r in launched
             if (compiled[key(r["config"])]["facts"].get("shared_bytes"), compiled[key(r["config"])]["facts"].get("registers"),
                 compiled[key(r["config"])]["facts"].get("spill_bytes")) == (r["shared"], r["n_regs"], 4 * r["n_spills"])]

@@ -77,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
 
-    from kernelrules.tune.driver import _call
+    from kernelrules.tune.final import call as _call
     from kernelrules.tune.timing import interleaved
 
     entries = top_configs(args.runs, args.top)

@@ -196,7 +196,7 @@ def check_env(args, check: Check) -> None:
              sm_count=props.multi_processor_count, l2_bytes=getattr(props, "L2_cache_size", None),
              memory_gib=round(props.total_memory / 2**30, 1), device_count=torch.cuda.device_count())
     from kernelrules.arch import load_arch
-    from kernelrules.tune.driver import sku_for_device
+    from kernelrules.tune.target import sku_for_device
 
     flat = load_arch(args.arch).flat()
     f["profile"] = {k: flat.get(k) for k in ("sm_count", "l2_bytes", "dram_bandwidth_gbps", "fp16_tensor_tflops_dense")}

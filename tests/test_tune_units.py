@@ -289,7 +289,7 @@ def test_a_worker_whose_context_is_lost_is_restarted_before_the_next_request():
 
 
 def test_gpu_selection_and_device_names():
-    from kernelrules.tune.driver import sku_for_device
+    from kernelrules.tune.target import sku_for_device
     from kernelrules.tune.worker import visible_device
 
     assert visible_device("0", None) == "0" and visible_device("1", "") == "1"

@@ -37,8 +37,9 @@ from . import records as rec
 from . import safeexpr
 from .feedback import GAP_CLASSES, TIMED, LearnedConstraints, bottlenecks, summary
 from .gate import Gate, Judgement
+from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem, scalar_problem
-from .timing import interleaved
+from .target import arch_name, compiled_stage_blocked, default_study_name
 
 
 @dataclass
@@ -117,7 +118,7 @@ class Tuner:
         self.options = options
         self.space = load_space(space_path)
         self.spec: ProblemSpec = load_problem(self.space)
-        self.arch = load_arch(_arch_name(options))
+        self.arch = load_arch(arch_name(options.arch, options.interpret))
         self.configs = list(self.space.configs())
         if not self.configs:
             raise KernelrulesError("the space has no configs (after its constraints)", path=str(self.space.path))
@@ -130,7 +131,7 @@ class Tuner:
         self.previous_ms: float | None = None
         self.started = time.monotonic()
         if options.stage == "compiled":
-            blocked = _compiled_stage_blocked(self.space)
+            blocked = compiled_stage_blocked(self.space)
             if blocked:
                 options.stage = "config"
                 self.notes.append(f"the compiled stage is off: the Inductor kernel reads {', '.join(blocked)} from "
@@ -546,37 +547,10 @@ class Tuner:
 
     def _final(self, worker: Any) -> dict[str, Any] | None:
         """Re-measure the best configs and the baseline, interleaved, on one worker; name the winner."""
-        o = self.options
-        records = _records(self.study)
-        top = rec.best(records, o.top_k)
-        if not top:
-            return None
-        candidates: list[Any] = [("time", r["config"]) for r in top] + [("baseline",)]
-
-        def time_one(request: Any) -> float | None:
-            result = _call(worker, request)
-            if result.get("status") != "ok":
-                return None
-            return float(result["timing"]["ms"])
-
-        rounds = interleaved(candidates, time_one, max(1, o.rounds))
-        finals = []
-        for i, r in enumerate(top):
-            times = rounds[i]
-            if times:
-                finals.append({"trial": r["trial"], "config": r["config"], "config_text": r.get("config_text"),
-                               "ms": sorted(times)[len(times) // 2], "rounds_ms": times, "search_ms": r["ms"]})
-        baseline_times = rounds[len(top)]
-        finals.sort(key=lambda f: f["ms"])
-        from .study import worker_id
-
-        final = {"top": finals, "winner": finals[0] if finals else None, "rounds": max(1, o.rounds),
-                 "baseline_ms": sorted(baseline_times)[len(baseline_times) // 2] if baseline_times else None,
-                 "baseline": self.spec.baseline or ("harness" if self.spec.harness else
-                                                    _reference_label(self.spec)),
-                 "device": worker.info.get("device"), "by": worker_id(), "interpret": o.interpret,
-                 "time": time.time()}
-        self.study.set_user_attr("kr_final", final)
+        final = final_rounds(_records(self.study), self.spec, worker, top_k=self.options.top_k,
+                             rounds=self.options.rounds, interpret=self.options.interpret)
+        if final is not None:
+            self.study.set_user_attr("kr_final", final)
         return final
 
     def _result(self, final: dict | None) -> TuneResult:
@@ -588,7 +562,7 @@ class Tuner:
             "interpret": self.options.interpret,
             "timings_meaningful": not self.options.interpret, "space_file": str(self.space.path),
             "funnel": rec.funnel(records, len(self.configs)), "rejected_codes": rec.rejected_codes(records),
-            "config_stage": self.config_stage, "best": [_brief(r) for r in rec.best(records, 10)],
+            "config_stage": self.config_stage, "best": [brief(r) for r in rec.best(records, 10)],
             "final": final, "gaps": rec.gaps(records), "learned": self.learned.describe(), "flops": self.flops,
             "elapsed_s": round(time.monotonic() - self.started, 3),
         }
@@ -599,102 +573,16 @@ class Tuner:
         return TuneResult(self.records, summary_, self.notes)
 
 
-def _reference_label(spec: ProblemSpec) -> str | None:
-    if spec.reference_config is not None:
-        return "the kernel at the reference config (" + ", ".join(
-            f"{k}={v}" for k, v in spec.reference_config.items()) + ")"
-    return next(iter(spec.reference.values()), None)
-
-
-def _compiled_stage_blocked(space: Any) -> list[str]:
-    """Names an Inductor kernel reads from imports the compile gate does not load (``triton_helpers``, ...).
-
-    The compiled stage cross-compiles the kernel as kernelrules loads kernels (only
-    ``triton`` and ``math`` imports kept, docs/compilation.md); an Inductor kernel calling
-    ``triton_helpers.maximum`` or ``libdevice.*`` cannot compile that way, while the
-    benchmark worker (which imports them) can run it.
-    """
-    from ..inductor import inductor_kernel_info
-    from ..kernelsource import _hash_reduced, _read_source, reduce_module
-
-    try:
-        if inductor_kernel_info(space.kernel_path, space.kernel_name) is None:
-            return []
-        reduced = reduce_module(_read_source(Path(space.kernel_path)), Path(space.kernel_path))
-        return list(_hash_reduced(reduced, space.kernel_name)[1])
-    except Exception:  # noqa: BLE001 - the gate reports what it cannot load
-        return []
-
-
-def _call(worker: Any, request: tuple, poll: float = 0.5) -> dict:
-    """One blocking request to a worker (restarting it on death or time-out)."""
-    worker.ensure_ready()
-    worker.send(request, "final")
-    while True:
-        if worker.conn.poll(poll):
-            done = worker.handle()
-            if done is not None:
-                return done[1]
-        done = worker.expire()
-        if done is not None:
-            return done[1]
-
-
 def _records(study: Any) -> list[dict]:
     from .study import load_records
 
     return load_records(study)
 
 
-def _brief(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: record.get(k) for k in ("trial", "config", "config_text", "ms", "tflops", "spread", "bottleneck")}
-
-
 def _key(config: KernelConfig) -> str:
     from .study import config_key
 
     return config_key(config)
-
-
-def _arch_name(options: TuneOptions) -> str:
-    import os
-
-    if options.arch:
-        return options.arch
-    if os.environ.get("KERNELRULES_ARCH"):
-        return os.environ["KERNELRULES_ARCH"]
-    if options.interpret:
-        raise KernelrulesError("--interpret needs --arch (there is no GPU to ask)", hint="e.g. --arch hopper")
-    try:
-        import torch
-
-        major, minor = torch.cuda.get_device_capability()
-        device_name = torch.cuda.get_device_name()
-    except Exception:  # noqa: BLE001
-        raise KernelrulesError("no GPU found to take the architecture from", hint="pass --arch, or --interpret") from None
-    family = f"sm_{major}{minor}"
-    try:
-        skus = list(load_arch(family).flat().get("skus") or [])
-    except Exception:  # noqa: BLE001 - an unknown family: load_arch reports it
-        return family
-    return sku_for_device(device_name, skus) or family
-
-
-def sku_for_device(device_name: str, skus: Sequence[str]) -> str | None:
-    """The SKU profile a device name is (``NVIDIA H200`` -> ``h200``): every dash-separated part of the SKU
-    appears in the name; the most specific match wins, and a tie (``H100 80GB HBM3``: SXM or PCIe?) is none."""
-    name = device_name.lower().replace(" ", "").replace("-", "")
-    scored = sorted(((sum(len(p) for p in sku.lower().split("-")), sku) for sku in skus
-                     if all(part in name for part in sku.lower().split("-"))), reverse=True)
-    if not scored or (len(scored) > 1 and scored[0][0] == scored[1][0]):
-        return None
-    return scored[0][1]
-
-
-def default_study_name(space: Any, spec: ProblemSpec, arch: Any, interpret: bool) -> str:
-    sizes = "-".join(f"{k}{v}" for k, v in spec.sizes.items())
-    name = f"{space.kernel_name}-{arch.name}" + (f"-{sizes}" if sizes else "")
-    return name + ("-interpret" if interpret else "")
 
 
 def tune(space: str | Path, **options: Any) -> TuneResult:
