@@ -17,9 +17,6 @@ from .findings import LINT_CODES, SEVERITIES, SEVERITY_RANK, Finding, KernelRepo
 #: Version of the JSON output; bumped on any incompatible change.
 SCHEMA_VERSION = 1
 
-#: Where the documentation lives (the host the JSON schemas' ``$id`` use).
-DOCS_URL = "https://kernelrules.dev/docs/"
-
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 GITHUB_COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
@@ -179,11 +176,11 @@ def _rule_descriptions(codes: Iterable[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def help_uri(code: str) -> str:
-    """The documentation page of a code: ``docs/rules/CODE.md``, or the lint-output page."""
+def help_page(code: str) -> str:
+    """The documentation page of a code, as a path in kernelrules' source tree."""
     if code in LINT_CODES:
-        return f"{DOCS_URL}lint-output.md#lint-codes"
-    return f"{DOCS_URL}rules/{code}.md"
+        return "docs/lint-output.md#lint-codes"
+    return f"docs/rules/{code}.md"
 
 
 def sarif_rules(findings: list[Finding]) -> list[dict[str, Any]]:
@@ -201,7 +198,8 @@ def sarif_rules(findings: list[Finding]) -> list[dict[str, Any]]:
             "name": f.name,
             "shortDescription": {"text": short},
             "fullDescription": {"text": full},
-            "helpUri": help_uri(code),
+            "help": {"text": f"{full}\n\nReference: {help_page(code)} in the kernelrules source.",
+                     "markdown": f"{full}\n\nReference: `{help_page(code)}` in the kernelrules source."},
             "defaultConfiguration": {"level": SARIF_LEVELS[f.severity]},
         })
     return rules
@@ -237,7 +235,7 @@ def report_sarif(report: LintReport) -> dict[str, Any]:
     findings = report.all_findings()
     rules = sarif_rules(findings)
     index = {r["id"]: i for i, r in enumerate(rules)}
-    driver = {"name": "kernelrules", "version": __version__, "informationUri": DOCS_URL, "rules": rules}
+    driver = {"name": "kernelrules", "version": __version__, "rules": rules}
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
