@@ -11,7 +11,9 @@ to all three, keeps:
 - **one compile pool**, made on first use; its workers start on demand (never more than
   there are jobs waiting: two or three for the probes, one per config to precompile, up
   to ``jobs`` or the CPU count) and stay for the next phase and the next tuning key, until
-  :meth:`close` or interpreter exit. Each job says which Triton cache it compiles with, so
+  they have been idle for ``idle_timeout`` seconds (60 by default: a training run that
+  tuned at start-up does not keep a dozen idle processes that import Triton), :meth:`close`
+  or interpreter exit; a tuning key met later starts a new pool. Each job says which Triton cache it compiles with, so
   the probes (a private, cold cache) and the precompiles (Triton's own cache) share the
   workers;
 - **the probe compiles**, by compile job: the resource model the perf model learns is fitted
@@ -43,6 +45,9 @@ from .compilejob import CompileJob, CompileResult
 #: Probe results kept per context (two or three per architecture and launch signature).
 MAX_PROBE_RESULTS = 64
 
+#: Seconds a context's compile workers may stay idle before they are stopped.
+IDLE_TIMEOUT = 60.0
+
 
 class ProbeResults(OrderedDict):
     """Probe compile results by :class:`CompileJob`, the oldest dropped past :data:`MAX_PROBE_RESULTS`."""
@@ -57,15 +62,19 @@ class AutotuneContext:
     """One compile pool and the probe compiles, shared by the phases of one tuner (see the module docstring).
 
     ``jobs`` caps the workers (default: the CPU count); ``timeout`` is the pool's default
-    compile time limit in seconds (jobs carry their own).
+    compile time limit in seconds (jobs carry their own); ``idle_timeout`` stops the pool's
+    workers after that many seconds unused (``None``: keep them until :meth:`close`).
     """
 
-    def __init__(self, *, jobs: int | None = None, timeout: float = 30.0) -> None:
-        self.jobs, self.timeout = jobs, timeout
+    def __init__(self, *, jobs: int | None = None, timeout: float = 30.0,
+                 idle_timeout: float | None = IDLE_TIMEOUT) -> None:
+        self.jobs, self.timeout, self.idle_timeout = jobs, timeout, idle_timeout
         self.probe_results: ProbeResults = ProbeResults()
         self.pools_made = 0
         self._pool: Any = None
         self._lock = threading.RLock()
+        self._idle_timer: threading.Timer | None = None
+        self._uses = 0  # bumped by every use: an idle timer started before the last use does nothing
 
     @contextlib.contextmanager
     def pool(self) -> Iterator[Any]:
@@ -73,13 +82,39 @@ class AutotuneContext:
         from .pool import CompilePool
 
         with self._lock:
+            self._uses += 1
+            self._cancel_idle_timer()
             if self._pool is not None and not self._pool.owned():  # a forked child: the workers are the parent's
                 self._pool.close()
                 self._pool = None
             if self._pool is None:
                 self._pool = CompilePool(max_workers=self.jobs, timeout=self.timeout, cache=None)
                 self.pools_made += 1
-            yield self._pool
+            try:
+                yield self._pool
+            finally:
+                self._start_idle_timer()
+
+    def _start_idle_timer(self) -> None:
+        if self.idle_timeout is None or self._pool is None:
+            return
+        timer = threading.Timer(self.idle_timeout, self._close_if_idle, args=(self._uses,))
+        timer.daemon = True  # never keeps the interpreter alive
+        self._idle_timer = timer
+        timer.start()
+
+    def _cancel_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _close_if_idle(self, uses: int) -> None:
+        """The idle timer's end: stop the workers unless the pool was used since the timer started."""
+        with self._lock:
+            if uses == self._uses and self._pool is not None and self._pool.owned():
+                self._pool.close()
+                self._pool = None
+                self._idle_timer = None
 
     @property
     def workers(self) -> int:
@@ -90,6 +125,7 @@ class AutotuneContext:
     def close(self) -> None:
         """Stop the workers now (the next phase that needs one starts a new pool)."""
         with self._lock:
+            self._cancel_idle_timer()
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None

@@ -163,8 +163,8 @@ def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mappi
 
     The three phases share one compile pool and the resource model's probe compiles
     (``tuner.kernelrules_context``, an :class:`~kernelrules.autotune_context.AutotuneContext`):
-    its workers start on first use and are stopped at interpreter exit, or by
-    ``tuner.kernelrules_context.close()``.
+    its workers start on first use and stop after 60 s unused (``idle_timeout``), at
+    interpreter exit, or at ``tuner.kernelrules_context.close()``.
     """
     import triton
 

@@ -193,3 +193,28 @@ def test_a_forked_child_leaves_the_parents_workers_alone(tmp_path, monkeypatch):
         assert [w.proc.pid for w in again._workers] == [parent_worker]  # alive, not restarted
     assert first.ok and second.ok
     context.close()
+
+
+def test_idle_workers_are_stopped_and_a_later_use_starts_new_ones(tmp_path, monkeypatch):
+    """After ``idle_timeout`` seconds unused the workers exit; a timer older than the last use does nothing."""
+    import time
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    context = AutotuneContext(jobs=1, timeout=120, idle_timeout=3600)
+    with context.pool() as pool:
+        [(_, result)] = pool.run([matmul_job()])
+        [worker] = [w.proc for w in pool._workers]
+    context._close_if_idle(context._uses - 1)  # a timer started before the last use: stale, no effect
+    assert result.ok and context.workers == 1 and worker.poll() is None
+    context.idle_timeout = 0.2
+    with context.pool():  # this use arms a 0.2 s timer on release
+        pass
+    deadline = time.monotonic() + 30
+    while context.workers and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert context.workers == 0 and worker.wait(timeout=30) is not None  # the idle worker process exited
+    with context.pool() as again:
+        [(_, second)] = again.run([matmul_job(bk=64)])
+    assert second.ok and again is not pool and context.pools_made == 2
+    context.close()
+    assert context._idle_timer is None and context.workers == 0
