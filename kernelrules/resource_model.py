@@ -135,6 +135,7 @@ class ResourceModel:
     probes: list[dict[str, Any]] = field(default_factory=list)
     wgmma_m_multiple: int = 64
     mfma: bool = False  # AMD: tl.dot lowers to MFMA (path "mfma")
+    mfma_nonkdim: tuple[int, ...] = (0, 16, 32)  # AMD: matrix_instr_nonkdim values that keep MFMA
     warp_size: int = 32
     default_num_stages: int = 3
     tcgen05: bool = False
@@ -142,12 +143,14 @@ class ResourceModel:
     tcgen05_num_warps: tuple[int, ...] = (4, 8)
     barriers: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (mbarriers, bytes each)
 
-    def mma_path(self, values: Mapping[str, Any], num_warps: int) -> str:
-        """The tensor-core path Triton will take for this config."""
+    def mma_path(self, values: Mapping[str, Any], num_warps: int, nonkdim: int | None = None) -> str:
+        """The tensor-core path Triton will take for this config (``nonkdim``: AMD's forced MFMA size)."""
         if not self.dots or all(d.lowering == "fma" for d in self.dots):
             return "none"
         if self.mfma:
-            return "mfma"
+            # measured on gfx942 (arch profile, matrix_instr_nonkdim_values): a size outside these fails
+            # to compile, or (a 4x64 tile with 4, 8 or 64) compiles to vector FMA with no v_mfma at all
+            return "mfma" if nonkdim is None or nonkdim in self.mfma_nonkdim else "none"
         mma = [d for d in self.dots if d.lowering != "fma"]
         m = max(d.m.value(values) for d in mma)
         if self.tcgen05:
@@ -202,8 +205,11 @@ class ResourceModel:
         num_warps = config.num_warps or defaults["num_warps"]
         num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
         try:
-            path = self.mma_path(values, num_warps)
-            terms = self.allocations(path)
+            layout_path = self.mma_path(values, num_warps)
+            # a forced MFMA size that loses the matrix cores changes the path, not (as far as
+            # measured) the LDS the tiles take: allocations stay those of the MFMA layout
+            path = self.mma_path(values, num_warps, config.backend_options.get("matrix_instr_nonkdim"))
+            terms = self.allocations(layout_path)
             if self.mfma:
                 # AMD: a tile that is not pipelined (num_stages 1, or a load under 32 bits a lane) is
                 # staged in LDS on its own and not every one needs LDS: the smallest such tile is the
@@ -464,6 +470,7 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
         probes=[{"config": p.config.to_dict(), "path": p.path} for p in probes],
         wgmma_m_multiple=int(features.get("wgmma_m_multiple", 64) or 64),
         mfma=mfma,
+        mfma_nonkdim=tuple(int(v) for v in (features.get("matrix_instr_nonkdim_values") or (0, 16, 32))),
         warp_size=int(arch.namespace().get("warp_size", 32) or 32),
         default_num_stages=int(arch.namespace().get("default_num_stages", 3) or 3),
         tcgen05=bool(features.get("tcgen05", False)),

@@ -295,3 +295,16 @@ def test_one_stage_stages_operands_one_at_a_time(model, bm, bn, warps, compiled)
     predicted = model.predict(config)
     assert compile_gfx942(config).metadata["shared"] == compiled
     assert predicted["shared_bytes"] <= compiled <= predicted["shared_bytes_max"] < (bm * 32 + 32 * bn) * 2 * 2
+
+
+@pytest.mark.parametrize("nonkdim", [4, 8, 64])
+def test_a_forced_mfma_size_outside_the_profile_predicts_no_matrix_cores(model, nonkdim):
+    """matrix_instr_nonkdim 4, 8 or 64 on a 4x64 tile compiles to no v_mfma: predicted so (the AMD008-nonkdim
+    case of test_testing_rules.py checks that AMD008 then fires at the config stage)."""
+    config = matmul_config(4, 64, 64, 2, 4, matrix_instr_nonkdim=nonkdim)
+    compiled = compiled_facts(compile_gfx942(config), GFX942, num_warps=4)
+    assert model.predict(config)["mma_path"] == compiled["mma_path"] == "none"
+    default = matmul_config(4, 64, 64, 2, 4)
+    assert model.predict(default)["mma_path"] == "mfma"
+    for allowed in (0, 16, 32):
+        assert model.predict(matmul_config(4, 64, 64, 2, 4, matrix_instr_nonkdim=allowed))["mma_path"] == "mfma"

@@ -78,10 +78,7 @@ NVIDIA = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
 ALL_ARCHS = [*NVIDIA, "gfx942"]
 
 #: Known failures of the property (docs/testing.md, "Known failures"); the cases stay, as strict xfails.
-XFAIL = {
-    "AMD008-nonkdim": "the gfx942 model predicts mfma for every config; matrix_instr_nonkdim=4 on a 4x64x64 tile "
-                      "compiles to no v_mfma (AMD005 rejects the value at the config stage anyway)",
-}
+XFAIL: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
