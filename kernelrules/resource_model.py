@@ -16,7 +16,8 @@ which also allocates two 8-byte mbarriers). Then, per config, in microseconds:
 - ``accumulator_registers_per_thread``: fp32 accumulators per thread of the largest dot
   (0 on tcgen05, whose accumulator lives in tensor memory);
 - ``tensor_memory_columns``: tensor-memory columns the tcgen05 accumulators allocate
-  (:func:`tmem_columns`: ``N x ceil(M / 128)`` 32-bit columns for M >= 128, at least 32);
+  (:func:`tmem_allocation_size`: Triton's first-fit placement in two 64-lane halves;
+  ``N x ceil(M / 128)`` 32-bit columns for one accumulator with M >= 128, at least 32);
 - ``mma_path``: ``tcgen05``, ``wgmma``, ``mma_sync`` or ``none``, with Hopper's wgmma
   rule (M a multiple of 64 and whole warpgroups) and Blackwell's tcgen05 rule (M a
   multiple of 64, 4 or 8 warps, floating-point operands).
@@ -170,11 +171,12 @@ class ResourceModel:
 
     def tensor_memory_columns(self, values: Mapping[str, Any], path: str) -> int:
         """Tensor-memory columns of the accumulators on the tcgen05 path (0 on any other path):
-        Triton's ``metadata.tmem_size``, the sum over the accumulators of :func:`tmem_columns`."""
+        Triton's ``metadata.tmem_size``: the accumulators placed as Triton places them
+        (:func:`tmem_allocation_size`, all live at once, in program order)."""
         if path != "tcgen05":
             return 0
-        return sum(tmem_columns(d.m.value(values), d.n.value(values), d.acc_bits)
-                   for d in self.dots if d.lowering != "fma")
+        return tmem_allocation_size([tmem_chunk(d.m.value(values), d.n.value(values), d.acc_bits)
+                                     for d in self.dots if d.lowering != "fma"])
 
     def _small_load(self, term: AllocTerm, values: Mapping[str, Any], num_warps: int) -> bool:
         """A tile loaded with under 32 bits per thread: Triton's pipeliner leaves such loads
@@ -265,21 +267,56 @@ class ResourceModel:
         }
 
 
-def tmem_columns(m: int, n: int, acc_bits: int = 32) -> int:
-    """32-bit tensor-memory columns of one M x N tcgen05 accumulator (Triton 3.6).
+def tmem_chunk(m: int, n: int, acc_bits: int = 32) -> tuple[int, int]:
+    """(lane halves, 32-bit columns) of one M x N tcgen05 accumulator's allocation (Triton 3.6).
 
     Its ``tensor_memory_encoding`` has blockM = 64 when M is 64 (else 128 lanes) and
-    blockN = min(N, 256); each block takes blockN columns of the 128 lanes, two 64-row
-    blocks share them, and an allocation is at least 32 columns. Measured on sm_100:
-    64x256 and 64x512 take 256 columns, 128x256 and 256x128 take 256, 256x256 takes 512,
-    M x 16 takes 32.
+    blockN = min(N, 256). A 128-lane block takes blockN columns of both 64-lane halves; a
+    single 64-row block takes one half, and a 64-row accumulator of several blocks pairs
+    them in the two halves.
     """
-    block_m = 64 if m <= 64 else TMEM_LANES
     block_n = min(n, 256)
-    blocks = -(-m // block_m) * -(-n // block_n)
-    if block_m == 64:
-        blocks = -(-blocks // 2)
-    return max(TMEM_MIN_COLUMNS, -(-block_n * acc_bits // 32) * blocks)
+    columns = -(-block_n * acc_bits // 32)
+    blocks_n = -(-n // block_n)
+    if m <= 64:
+        if blocks_n == 1:
+            return 1, columns
+        return 2, columns * -(-blocks_n // 2)
+    return 2, columns * -(-m // TMEM_LANES) * blocks_n
+
+
+def tmem_allocation_size(chunks: Sequence[tuple[int, int]]) -> int:
+    """Triton's ``metadata.tmem_size`` for accumulators that are all live at once, in program order.
+
+    Triton's TensorMemoryAllocation pass places each allocation first-fit in a map of two
+    64-lane halves by columns, at a column that is a multiple of 4; a 64-row allocation
+    may take the half another leaves free. The size is the furthest column used, rounded up
+    to 32, 64, 128, 256 or 512 when it fits (beyond 512 it is left as is and the kernel
+    cannot load).
+    """
+    used: list[set[int]] = [set(), set()]  # the columns taken in each half
+    size = 0
+    for halves, columns in chunks:
+        start = 0
+        while True:
+            rows = [r for r in range(2 - halves + 1)
+                    if all(not (set(range(start, start + columns)) & used[r + k]) for k in range(halves))]
+            if rows:
+                for k in range(halves):
+                    used[rows[0] + k].update(range(start, start + columns))
+                size = max(size, start + columns)
+                break
+            start += 4
+    if 0 < size <= 512:
+        size = next(c for c in (TMEM_MIN_COLUMNS, 64, 128, 256, 512) if size <= c)
+    return size
+
+
+def tmem_columns(m: int, n: int, acc_bits: int = 32) -> int:
+    """Tensor-memory columns of one M x N tcgen05 accumulator alone. Measured on sm_100:
+    64x256 and 64x512 take 256 columns, 128x256 and 256x128 take 256, 256x256 takes 512,
+    M x 16 takes 32."""
+    return tmem_allocation_size([tmem_chunk(m, n, acc_bits)])
 
 
 @lru_cache(maxsize=64)

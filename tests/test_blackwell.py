@@ -235,3 +235,15 @@ def test_lint_cli_sm100_sm120(tmp_path):
         by_arch.setdefault(finding.get("arch", ""), set()).add(finding["code"])
     text = json.dumps(findings)
     assert "sm_120" in text and "sm_100" in text and "MEM001" in text and "MMA003" in text
+
+
+def test_tensor_memory_first_fit_placement():
+    """Triton's placement in two 64-lane halves (no compile: the compiled checks are in test_testing_rules.py)."""
+    from kernelrules.resource_model import tmem_allocation_size, tmem_chunk
+
+    assert tmem_chunk(64, 256) == (1, 256) and tmem_chunk(64, 512) == (2, 256) and tmem_chunk(256, 128) == (2, 256)
+    assert tmem_allocation_size([]) == 0
+    assert tmem_allocation_size([(1, 16)]) == 32  # rounded up to the 32-column allocation unit
+    assert tmem_allocation_size([(1, 256)] * 3) == 512  # two share columns 0-255, the third takes 256-511
+    assert tmem_allocation_size([(2, 256)] * 3) == 768  # over 512: left as is, the kernel cannot load
+    assert tmem_allocation_size([(1, 64), (2, 64), (1, 64)]) == 128  # the last fills the half the first left free

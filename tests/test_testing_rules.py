@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 MATMUL = REPO / "examples" / "matmul.space.yaml"
 IEEE = REPO / "tests" / "fixtures" / "rule_property" / "ieee_matmul.space.yaml"
 TWO_ACC = REPO / "tests" / "fixtures" / "blackwell" / "two_accumulators.space.yaml"
+THREE_ACC = REPO / "tests" / "fixtures" / "blackwell" / "three_accumulators.space.yaml"
 FP8 = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv"}  # the example matmul with fp8e4nv operands (fp16 out)
 SEED = 20261129
 
@@ -114,6 +115,12 @@ CASES = {case.name or case.code: case for case in (
                                      {"BM": 128, "BN": 128, "BN2": 256, "num_stages": 2, "num_warps": 4},
                                      {"BM": 64, "BN": 256, "BN2": 512, "num_stages": 2, "num_warps": 4}],
          frozenset({True, False}), archs=("sm_100",), name="MEM004-two-acc"),
+    # three 64x256 accumulators fit in 512 columns (two share columns in the two lane halves): silent;
+    # their columns add up to 768, which a sum would reject
+    Case("MEM004", THREE_ACC, None, None, [{"BM": 64, "BN": 256, "BN2": 256, "BN3": 256, "num_stages": 2, "num_warps": 4},
+                                       {"BM": 128, "BN": 256, "BN2": 32, "BN3": 256, "num_stages": 2, "num_warps": 4},
+                                       {"BM": 64, "BN": 64, "BN2": 128, "BN3": 256, "num_stages": 2, "num_warps": 4}],
+         frozenset({True, False}), archs=("sm_100",), name="MEM004-three-acc"),
     Case("MMA003", MATMUL, CHEAP, None, None, frozenset({True, False}), archs=("sm_100",)),
     Case("DTY004", MATMUL, CHEAP, None, None, frozenset({False}), archs=("sm_100",)),  # fp16: never
     Case("DTY004", MATMUL, CHEAP, None, [tile(32, 64, 64, 3, 4), tile(128, 64, 64, 3, 4), tile(128, 128, 64, 3, 2)],
@@ -194,19 +201,19 @@ def test_mem001_lower_bound_is_stated_one_sided(kernelrules_property):
 
 
 @pytest.mark.kernelrules(archs=["sm_100"])
-def test_mem004_counts_each_accumulator_where_64_row_ones_share_lanes(kernelrules_property):
-    """MEM004's prediction sums the accumulators' columns: exact for 128-row ones, an over-count for 64-row ones.
-
-    Triton packs a 64-row accumulator into the lanes another leaves free (64x128 + 64x256: 256
-    columns, not 384). Both stay under 512 in the fixture's space, so the exact property holds
-    there; a kernel with three or more 64-row accumulators could be rejected while it fits.
-    """
-    spec = BUILTIN_LIMITS["MEM004"]
-    prop = kernelrules_property("MEM004", TWO_ACC, limit=spec.limit)
-    packed = prop.verify({"BM": 64, "BN": 128, "BN2": 256, "num_stages": 2, "num_warps": 4})
-    assert (packed.predicted["tensor_memory_columns"], packed.compiled["tensor_memory_columns"]) == (384, 256)
-    added = prop.verify({"BM": 128, "BN": 256, "BN2": 512, "num_stages": 2, "num_warps": 4})
-    assert added.predicted["tensor_memory_columns"] == added.compiled["tensor_memory_columns"] == 768
+@pytest.mark.parametrize("space, config, columns", [
+    (TWO_ACC, {"BM": 64, "BN": 128, "BN2": 256}, 256),  # the 64x128 one in the half the 64x256 leaves free
+    (TWO_ACC, {"BM": 64, "BN": 256, "BN2": 512}, 512),
+    (TWO_ACC, {"BM": 128, "BN": 64, "BN2": 128}, 256),  # 192 columns, rounded up to a power of two
+    (THREE_ACC, {"BM": 64, "BN": 256, "BN2": 256, "BN3": 256}, 512),  # a sum would say 768
+    (THREE_ACC, {"BM": 64, "BN": 16, "BN2": 32, "BN3": 64}, 128),
+    (THREE_ACC, {"BM": 128, "BN": 256, "BN2": 32, "BN3": 256}, 544),  # over 512: not rounded
+])
+def test_mem004_columns_are_placed_as_triton_places_them(kernelrules_property, space, config, columns):
+    """The predicted tensor-memory columns equal the compiled ``tmem_size``, 64-row accumulators packed."""
+    prop = kernelrules_property("MEM004", space, limit=BUILTIN_LIMITS["MEM004"].limit)
+    observed = prop.verify({**config, "num_stages": 2, "num_warps": 4}, decided=False)
+    assert observed.predicted["tensor_memory_columns"] == observed.compiled["tensor_memory_columns"] == columns
 
 
 @pytest.mark.slow
