@@ -197,7 +197,7 @@ def test_schema_races_are_retried_and_other_errors_are_not():
 def test_liveness_of_an_owner_across_processes_and_machines(tmp_path):
     import socket
 
-    from kernelrules.tune import study as st
+    from kernelrules.tune import recovery as st
 
     study = optuna.create_study(storage=open_storage(f"sqlite:///{tmp_path / 'l.db'}"), study_name="l")
     here = st.owner_info()
@@ -237,7 +237,8 @@ def test_a_trial_another_process_failed_is_dropped_not_told(tmp_path):
 
     from kernelrules.config import KernelConfig
     from kernelrules.tune.driver import Candidate, Tuner
-    from kernelrules.tune.study import Claims, Heartbeat, recover
+    from kernelrules.tune.recovery import Heartbeat, recover
+    from kernelrules.tune.study import Claims
 
     storage = open_storage(f"sqlite:///{tmp_path / 'd.db'}")
     study = optuna.create_study(storage=storage, study_name="d")

@@ -210,7 +210,8 @@ def test_claims_are_atomic_and_released(tmp_path):
 def test_recover_fails_stale_trials_and_queues_them_again(tmp_path):
     import optuna
 
-    from kernelrules.tune.study import Claims, is_stale, open_storage, recover
+    from kernelrules.tune.recovery import is_stale, recover
+    from kernelrules.tune.study import Claims, open_storage
 
     storage = open_storage(f"sqlite:///{tmp_path / 'r.db'}")
     study = optuna.create_study(storage=storage, study_name="r")

@@ -141,7 +141,9 @@ class Tuner:
     # -- set-up ---------------------------------------------------------------------------
 
     def _open(self) -> None:
-        from .study import Claims, Heartbeat, ParamCodec, make_sampler, open_storage, recover, storage_url
+        from .recovery import Heartbeat, recover
+        from .samplers import make_sampler
+        from .study import Claims, ParamCodec, open_storage, storage_url
         import optuna
 
         o = self.options
@@ -338,7 +340,7 @@ class Tuner:
         """Ask Optuna for one trial and take it as far as the config-stage gate; (candidate, was new)."""
         from optuna.exceptions import UpdateFinishedTrialError
 
-        from .study import owner_info
+        from .recovery import owner_info
 
         try:
             trial = self.study.ask(self.codec.distributions)

@@ -19,7 +19,8 @@
   process finished (failed as stale) drops it instead of telling it.
 * **Resume.** A RUNNING trial whose driver is gone (its pid is dead on this machine, or
   its heartbeat is older than the grace period) is failed, its claim released and its
-  config enqueued again, so the next run times it: no trial is lost.
+  config enqueued again, so the next run times it: no trial is lost
+  (:mod:`kernelrules.tune.recovery`). The samplers are in :mod:`kernelrules.tune.samplers`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import json
 import os
 import socket
 import sqlite3
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -39,7 +39,6 @@ from ..space import Space
 
 try:
     import optuna
-    from optuna.samplers import BaseSampler
 except ImportError:  # pragma: no cover - the [tune] extra is missing
     raise KernelrulesError("kernelrules tune needs optuna", hint="pip install 'kernelrules[tune]'") from None
 
@@ -48,8 +47,6 @@ import warnings as _warnings
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 _warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
-HEARTBEAT_SECONDS = 10.0
-GRACE_SECONDS = 120.0
 
 
 def config_key(config: KernelConfig | Mapping[str, Any]) -> str:
@@ -332,263 +329,6 @@ class Claims:
         with self.engine.connect() as connection:
             return int(connection.execute(self.sa.select(self.sa.func.count()).select_from(t).where(
                 t.c.study == self.study_name)).scalar() or 0)
-
-
-# --------------------------------------------------------------------------- samplers
-
-
-def feasible(trial: Any) -> list[float]:
-    """Optuna constraints: <= 0 is feasible (timed and correct), 1 otherwise."""
-    return [0.0 if trial.user_attrs.get("kr_feasible") else 1.0]
-
-
-class PhasedSampler(BaseSampler):
-    """Sobol (QMC) points for the first ``n_first`` trials, then another sampler (TPE or GP)."""
-
-    def __init__(self, first: Any, then: Any, n_first: int) -> None:
-        self.first, self.then, self.n_first = first, then, n_first
-        self._phase: dict[int, Any] = {}
-
-    def _pick(self, study: Any, trial: Any) -> Any:
-        if trial.number not in self._phase:
-            from optuna.trial import TrialState
-
-            done = len(study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True))
-            self._phase[trial.number] = self.first if done < self.n_first else self.then
-        return self._phase[trial.number]
-
-    def infer_relative_search_space(self, study: Any, trial: Any) -> dict:
-        return self._pick(study, trial).infer_relative_search_space(study, trial)
-
-    def sample_relative(self, study: Any, trial: Any, search_space: dict) -> dict:
-        return self._pick(study, trial).sample_relative(study, trial, search_space)
-
-    def sample_independent(self, study: Any, trial: Any, name: str, distribution: Any) -> Any:
-        return self._pick(study, trial).sample_independent(study, trial, name, distribution)
-
-    def before_trial(self, study: Any, trial: Any) -> None:
-        self._pick(study, trial).before_trial(study, trial)
-
-    def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
-        self.then.after_trial(study, trial, state, values)  # stores the constraints for TPE/GP
-        self._phase.pop(trial.number, None)
-
-    def reseed_rng(self) -> None:
-        self.first.reseed_rng()
-        self.then.reseed_rng()
-
-
-class _Grid(optuna.samplers.GridSampler):
-    """Optuna's grid sampler without its ``study.stop()`` (ask-and-tell: the driver stops when the space is done)."""
-
-    def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
-        return None
-
-
-SAMPLERS = ("auto", "tpe", "gp", "qmc", "random", "grid")
-
-
-def make_sampler(name: str, codec: ParamCodec, *, seed: int | None, n_startup: int) -> Any:
-    """An Optuna sampler by name; ``auto`` is Sobol points, then multivariate TPE with constraints."""
-    with _warnings.catch_warnings():  # QMC, multivariate TPE and constraints are "experimental" in Optuna 4
-        _warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return _make_sampler(name, codec, seed=seed, n_startup=n_startup)
-
-
-def _make_sampler(name: str, codec: ParamCodec, *, seed: int | None, n_startup: int) -> Any:
-    samplers = optuna.samplers
-    if name not in SAMPLERS:
-        raise KernelrulesError(f"unknown sampler {name!r}", hint=f"one of {', '.join(SAMPLERS)}")
-
-    def qmc() -> Any:
-        return samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=seed, warn_independent_sampling=False)
-
-    if name == "random":
-        return samplers.RandomSampler(seed=seed)
-    if name == "grid":
-        return _Grid(codec.grid(), seed=seed)
-    if name == "qmc":
-        return qmc()
-    if name == "tpe":
-        return samplers.TPESampler(seed=seed, multivariate=True, constraints_func=feasible,
-                                   n_startup_trials=n_startup, warn_independent_sampling=False)
-    if name == "gp":
-        return PhasedSampler(qmc(), samplers.GPSampler(seed=seed, constraints_func=feasible), n_startup)
-    tpe = samplers.TPESampler(seed=seed, multivariate=True, constraints_func=feasible, n_startup_trials=0,
-                              warn_independent_sampling=False)
-    return PhasedSampler(qmc(), tpe, n_startup)
-
-
-# --------------------------------------------------------------------------- resume
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii", errors="replace") as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
-
-
-def _machine() -> str | None:
-    """This kernel's boot and this process's PID namespace: where a pid means the same process.
-
-    Two machines can share a host name (a default image name, containers with the host's
-    name), and containers on one machine can have their own PID namespaces; a pid is only
-    checked where the boot id and the namespace match. None where ``/proc`` cannot tell.
-    """
-    boot = _read("/proc/sys/kernel/random/boot_id")
-    try:
-        namespace = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        namespace = None
-    return f"{boot}/{namespace}" if boot and namespace else None
-
-
-def _proc_stat(pid: int) -> tuple[str, int | None] | None:
-    """A process's state letter and start time (clock ticks after boot) from ``/proc/PID/stat``; None if absent."""
-    stat = _read(f"/proc/{pid}/stat")
-    if not stat:
-        return None
-    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces and parentheses
-    try:
-        return fields[0], int(fields[19])
-    except (IndexError, ValueError):
-        return (fields[0] if fields else "?"), None
-
-
-def _start_ticks(pid: int) -> int | None:
-    """A process's start time: with the pid, it names one process (a pid can be reused, the pair cannot)."""
-    stat = _proc_stat(pid)
-    return None if stat is None else stat[1]
-
-
-_MACHINE = _machine()
-_OWN_START = _start_ticks(os.getpid())
-
-
-def owner_info() -> dict[str, Any]:
-    """What identifies this driver process as a trial's owner (the ``kr_owner`` user attribute)."""
-    return {"worker": worker_id(), "host": socket.gethostname(), "pid": os.getpid(), "machine": _MACHINE,
-            "start": _OWN_START, "at": time.time()}
-
-
-def _pid_alive(pid: int, start: int | None = None) -> bool:
-    """Whether process ``pid`` on this machine runs (a zombie does not; another process with a reused pid does not)."""
-    stat = _proc_stat(pid)
-    if stat is not None:
-        state, started = stat
-        if state in ("Z", "X", "x"):  # exited, not yet reaped by its parent
-            return False
-        return start is None or started is None or started == start
-    try:  # no /proc, or one that hides other users' processes: the kernel answers
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _owner(trial: Any) -> dict[str, Any]:
-    info = trial.user_attrs.get("kr_owner")
-    if isinstance(info, dict):
-        return info
-    host, _, pid = str(trial.user_attrs.get("kr_worker", "")).rpartition(":")  # older studies: "host:pid"
-    return {"host": host, "pid": int(pid) if pid.isdigit() else None}
-
-
-def is_stale(trial: Any, *, grace: float = GRACE_SECONDS, now: float | None = None,
-             own: frozenset[int] = frozenset()) -> bool:
-    """A RUNNING trial whose driver is gone: a dead pid on this machine, or a heartbeat older than ``grace``.
-
-    The pid is checked only when the owner ran on this machine: the same host name and, where
-    both recorded one, the same boot id and PID namespace (:func:`_machine`); a pid whose
-    process started at another time than the owner's is a reused pid, so the owner is gone.
-    Any other owner (another host, another container) is judged by its heartbeat, written
-    every ``HEARTBEAT_SECONDS`` by the owner's driver (host clocks must roughly agree).
-    ``own`` holds the numbers of this process's trials in flight (a trial with this
-    process's pid but not among them is from an earlier process that had the same pid).
-    """
-    now = time.time() if now is None else now
-    owner = _owner(trial)
-    pid = owner.get("pid")
-    machine = owner.get("machine")
-    local = owner.get("host") == socket.gethostname() and (machine is None or _MACHINE is None or machine == _MACHINE)
-    if local and isinstance(pid, int) and pid > 0:
-        start = owner.get("start")
-        if pid == os.getpid() and (start is None or _OWN_START is None or start == _OWN_START):
-            return trial.number not in own
-        return not _pid_alive(pid, start if isinstance(start, int) else None)
-    beats = [float(b) for b in (trial.user_attrs.get("kr_heartbeat"), owner.get("at")) if b is not None]
-    beat = max(beats) if beats else None
-    if beat is None:  # not yet told its owner (it writes that first, right after asking)
-        start = trial.datetime_start.timestamp() if trial.datetime_start else now
-        return now - start > grace
-    return now - beat > grace
-
-
-def recover(study: Any, claims: Claims | None, *, grace: float = GRACE_SECONDS,
-            own: frozenset[int] = frozenset()) -> list[int]:
-    """Fail stale RUNNING trials, release their claims and queue their configs again; their numbers."""
-    from optuna.exceptions import UpdateFinishedTrialError
-    from optuna.trial import TrialState
-
-    storage = study._storage
-    recovered = []
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if not is_stale(trial, grace=grace, own=own):
-            continue
-        fresh = storage.get_trial(trial._trial_id)  # its owner may have told it or beaten since the listing
-        if fresh.state != TrialState.RUNNING or not is_stale(fresh, grace=grace, own=own):
-            continue
-        try:  # compare-and-set (AtomicRDBStorage): of a live owner's tell and this, exactly one wins
-            if not storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
-                continue
-        except UpdateFinishedTrialError:
-            continue
-        if claims is not None:
-            claims.release(trial.number)
-        if trial.params:
-            study.enqueue_trial(dict(trial.params), user_attrs={"kr_retry_of": trial.number})
-        recovered.append(trial.number)
-    return recovered
-
-
-class Heartbeat:
-    """Records ``kr_heartbeat`` on the in-flight trials every few seconds (a thread)."""
-
-    def __init__(self, study: Any, interval: float = HEARTBEAT_SECONDS) -> None:
-        self.study, self.interval = study, interval
-        self.trials: dict[int, int] = {}  # number -> trial id
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="kernelrules-heartbeat")
-
-    def start(self) -> "Heartbeat":
-        self._thread.start()
-        return self
-
-    def add(self, number: int, trial_id: int) -> None:
-        with self._lock:
-            self.trials[number] = trial_id
-
-    def remove(self, number: int) -> None:
-        with self._lock:
-            self.trials.pop(number, None)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            with self._lock:
-                ids = list(self.trials.values())
-            for trial_id in ids:
-                try:
-                    self.study._storage.set_trial_user_attr(trial_id, "kr_heartbeat", time.time())
-                except Exception:  # noqa: BLE001 - finished meanwhile, or a transient database error
-                    pass
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 def load_records(study: Any) -> list[dict[str, Any]]:
