@@ -529,9 +529,9 @@ def test_loading_all_profiles_is_fast():
 
 
 def test_arch_module_imports_no_engine_or_cli():
-    code = "import sys, kernelrules.arch; print(sorted(m for m in sys.modules if m.startswith('kernelrules')))"
+    code = "import json, sys, kernelrules.arch; print(json.dumps([m for m in sys.modules if m.startswith('kernelrules')]))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert not {"kernelrules.engine", "kernelrules.cli", "kernelrules.rules"} & set(eval(loaded))
+    assert not {"kernelrules.engine", "kernelrules.cli", "kernelrules.rules"} & set(json.loads(loaded))
 
 
 # -- cross-checks against the installed Triton 3.6.0 wheel ----------------------------
