@@ -149,6 +149,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=300)
     parser.add_argument("--time-budget", type=float, default=None, help="seconds per run")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--first-repeat", type=int, default=0, help="the first repeat's number (its seed)")
     parser.add_argument("--gpus", default="0")
     parser.add_argument("--arch", default=None)
     parser.add_argument("--stage", default="compiled")
@@ -170,7 +171,7 @@ def main() -> None:
         runs = [json.loads(f.read_text()) for d in args.summarize for f in sorted(Path(d).glob("run-*.json"))]
     else:
         runs = []
-        for repeat in range(args.repeats):
+        for repeat in range(args.first_repeat, args.first_repeat + args.repeats):
             for method in args.methods.split(","):
                 print(f"== {method} (repeat {repeat})", flush=True)
                 runs.append(run_method(method, repeat, args))
