@@ -60,7 +60,9 @@ def main() -> None:
         if not xs:
             continue
         end = max(r["elapsed_s"] for r in run["records"] if r.get("elapsed_s") is not None)
-        ax.step(xs + [end], ys + [ys[-1]], where="post", color=COLORS.get(method), label=LABELS.get(method, method))
+        label = LABELS.get(method, method) + (f" (seed {run['repeat']})" if run["repeat"] else "")
+        ax.step(xs + [end], ys + [ys[-1]], where="post", color=COLORS.get(method), label=label,
+                linestyle="--" if run["repeat"] else "-")
         hit = next((r for r in sorted((r for r in run["records"] if r.get("elapsed_s") is not None),
                                       key=lambda r: r["elapsed_s"])
                     if r["status"] in ("better", "slower") and json.dumps(r["config"], sort_keys=True) in good), None)
