@@ -14,8 +14,10 @@ Per candidate, in order, each step able to end it without a benchmark:
 7. a benchmark worker (one per GPU) compiles, checks against the reference and times
    it -> ``better``/``slower`` or a failure class.
 
-At the end the best few configs are re-measured interleaved on one GPU together with
-the problem's baseline (the reference implementation) and the winner is named.
+The benchmark workers start first and import torch and set up their GPUs while the rules
+judge the whole space and the study opens. At the end the best few configs are
+re-measured interleaved on one GPU together with the problem's baseline (the reference
+implementation) and the winner is named.
 """
 
 from __future__ import annotations
@@ -187,8 +189,10 @@ class Tuner:
                 "peaks": {k: flat[k] for k in flat if k.endswith(("_tflops_dense", "_tflops", "bandwidth_gbps"))},
                 "interpret": self.options.interpret, "sizes": self.spec.sizes})
 
-    def _workers(self) -> list:
-        from .worker import BenchWorker, WorkerError, WorkerSettings
+    def _start_workers(self) -> list:
+        """Start one benchmark worker per GPU, without waiting: each imports torch and sets up its GPU
+        (seconds with a CUDA build) while this process opens the study and the rules judge the space."""
+        from .worker import BenchWorker, WorkerSettings
 
         o = self.options
         gpus = o.gpus or ["0"]
@@ -202,6 +206,12 @@ class Tuner:
                                        bench_timeout=o.bench_timeout))
         for worker in workers:
             worker.start()
+        return workers
+
+    def _await_workers(self, workers: list) -> None:
+        """Wait until every worker is ready; one that cannot start is a one-line error."""
+        from .worker import WorkerError
+
         try:
             for worker in workers:
                 worker.wait_ready()
@@ -209,7 +219,6 @@ class Tuner:
             for worker in workers:
                 worker.kill()
             raise KernelrulesError(str(exc), path=str(self.space.path)) from None
-        return workers
 
     def _triton_cache(self) -> str:
         """One Triton cache for the gate's compiles and the workers' JITs (a JIT of a gated config is a hit)."""
@@ -248,6 +257,8 @@ class Tuner:
         self.inflight: dict[int, Candidate] = {}
         self.lost: list[int] = []
         try:
+            workers = self._start_workers()
+            self.workers = workers
             self._open()
             judged = self.gate.prejudge(self.configs)
             rejected = [j for j in judged.values() if not j.passed]
@@ -255,8 +266,7 @@ class Tuner:
                                  "codes": dict(collections.Counter(c for j in rejected for c in j.codes))}
             self.study.set_user_attr("kr_config_stage", self.config_stage)
             self._seed()
-            workers = self._workers()
-            self.workers = workers
+            self._await_workers(workers)
             self._loop(workers, executor)
             if self.lost:
                 self.notes.append(f"{len(self.lost)} trial(s) of this run were failed as stale by another process "
@@ -268,7 +278,10 @@ class Tuner:
             executor.shutdown(wait=False, cancel_futures=True)
             self._abandon()
             for worker in workers:
-                worker.stop()
+                if worker.info:
+                    worker.stop()
+                else:  # never ready (an error while the space was judged): not listening yet
+                    worker.kill()
             if hasattr(self, "heartbeat"):
                 self.heartbeat.stop()
             self.gate.close()
