@@ -1,7 +1,7 @@
 """Benchmark workers: one process per GPU, restarted when a config kills it.
 
 The driver talks to each worker over a socket pair (``python -m
-kernelrules.tune.worker``, a fresh interpreter in its own session: nothing of the
+kernelrules.tune.bench_process``, a fresh interpreter in its own session: nothing of the
 driver's state, and no CUDA context, is inherited). A worker sets
 ``CUDA_VISIBLE_DEVICES`` (its GPU), ``TRITON_INTERPRET=1`` under ``--interpret`` and
 the shared Triton cache *before* importing torch or Triton, loads the kernel and the
@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
-import traceback
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .problem import ProblemSpec
 
@@ -51,214 +49,6 @@ class WorkerSettings:
     env: dict[str, str] = field(default_factory=dict)
 
 
-# --------------------------------------------------------------------------- worker side
-
-
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - not Linux: the watchdog below still works
-        pass
-    parent = os.getppid()
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-class _Session:
-    """The worker's state: the runner, cached inputs and references, timing buffers."""
-
-    def __init__(self, settings: WorkerSettings, conn: Any) -> None:
-        import torch
-
-        from .launch import make_runner
-
-        self.settings, self.conn, self.torch = settings, conn, torch
-        self.device = "cpu" if settings.interpret else "cuda"
-        self.runner = make_runner(settings.spec, self.device)
-        self.spec = settings.spec
-        self.cases: dict[tuple, tuple[dict, dict, dict]] = {}
-        self.timing_sets: list[dict] | None = None
-
-    def phase(self, name: str) -> None:
-        self.conn.send(("phase", name))
-
-    def sync(self) -> None:
-        if not self.settings.interpret:
-            self.torch.cuda.synchronize()
-
-    def case(self, sizes: Mapping[str, int], seed: int) -> tuple[dict, dict, dict]:
-        """Inputs (with output buffers) and the float64 and low-precision references, cached."""
-        key = (tuple(sorted(sizes.items())), seed)
-        if key not in self.cases:
-            tensors = self.runner.make(sizes, seed)
-            ref64 = self.runner.reference(tensors, sizes, precise=True)
-            try:
-                lowp = self.runner.reference(tensors, sizes, precise=False)
-            except Exception:  # noqa: BLE001 - the rounding floor is optional
-                lowp = {}
-            self.sync()
-            self.cases[key] = (tensors, ref64, lowp)
-        return self.cases[key]
-
-    def check_reference(self) -> None:
-        """Fail at start, not per config, when the problem or its reference cannot run."""
-        _tensors, ref64, _ = self.case(self.spec.sizes, self.spec.seeds[0])
-        missing = [n for n in self.runner.outputs if n not in ref64]
-        if missing:
-            raise ValueError(f"the reference gives no value for output(s) {', '.join(missing)}")
-        if self.spec.reference_config is not None:
-            self._check_reference_config()
-
-    def _check_reference_config(self) -> None:
-        """The kernel at the reference config must write every output element, on every seed and edge shape."""
-        torch = self.torch
-        config = ", ".join(f"{k}={v}" for k, v in self.spec.reference_config.items())
-        cases = [(self.spec.sizes, s) for s in self.spec.seeds] + [(e, self.spec.seeds[0]) for e in self.spec.edge_sizes]
-        for sizes, seed in cases:
-            _tensors, ref, _ = self.case(sizes, seed)
-            for name in self.runner.outputs:
-                value = ref[name]
-                if value.dtype.is_floating_point:
-                    bad = ~torch.isfinite(value)
-                elif value.dtype == torch.bool:
-                    continue
-                else:
-                    bad = value == torch.iinfo(value.dtype).min
-                count = int(bad.sum())
-                if count:
-                    where = ", ".join(f"{k}={v}" for k, v in sizes.items())
-                    raise ValueError(f"the reference config ({config}) leaves {count} of {value.numel()} elements of "
-                                     f"{name} unwritten or not finite at {where} (outputs are poisoned first; NaN "
-                                     f"from the inputs? try init: rand): pick another reference config")
-
-    def sets_for_timing(self) -> list[dict]:
-        """Input sets to rotate through while timing: several copies when they fit in L2."""
-        if self.timing_sets is None:
-            tensors, _, _ = self.case(self.spec.sizes, self.spec.seeds[0])
-            sets = [tensors]
-            size = sum(t.numel() * t.element_size() for t in tensors.values() if hasattr(t, "numel"))
-            l2 = self.l2_bytes()
-            if l2 and 0 < size <= l2:
-                copies = min(8, max(2, -(-2 * l2 // size)))
-                sets += [{k: v.clone() for k, v in tensors.items()} for _ in range(copies - 1)]
-            self.timing_sets = sets
-        return self.timing_sets
-
-    def l2_bytes(self) -> int:
-        """The GPU's L2 size: the device's own figure (torch), else the architecture profile's; 0 when interpreted."""
-        if self.settings.interpret:
-            return 0
-        try:
-            found = int(getattr(self.torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
-        except Exception:  # noqa: BLE001 - an older torch: the profile's figure
-            found = 0
-        return found or int(self.settings.l2_bytes or 0)
-
-    def evaluate(self, config: dict) -> dict:
-        from .correctness import compare, tolerance_for
-        from .feedback import classify_exception, summary
-        from .launch import poison_outputs
-
-        result: dict[str, Any] = {"status": "ok"}
-        phase = "compile"
-        try:
-            self.phase("compile")
-            tensors, _, _ = self.case(self.spec.sizes, self.spec.seeds[0])
-            start = time.perf_counter()
-            compiled = None
-            if not self.settings.interpret and not self.spec.harness:
-                compiled = self.runner.launch(config, tensors, self.spec.sizes, warmup=True)
-            result["compile_seconds"] = round(time.perf_counter() - start, 3)
-            phase = "check"
-            self.phase("check")
-            rtol, atol = tolerance_for(self.spec.precision_dtype(), self.spec.tolerance)
-            checks = []
-            cases = [(self.spec.sizes, s) for s in self.spec.seeds]
-            cases += [(sizes, self.spec.seeds[0]) for sizes in self.spec.edge_sizes]
-            for sizes, seed in cases:
-                tensors, ref64, lowp = self.case(sizes, seed)
-                poison_outputs(self.runner, tensors)
-                launched = self.runner.launch(config, tensors, sizes)
-                compiled = compiled or launched
-                self.sync()
-                for name in self.runner.outputs:
-                    check = compare(name, tensors[name], ref64[name], rtol=rtol, atol=atol, floor=lowp.get(name))
-                    check.update(seed=seed, sizes=dict(sizes))
-                    checks.append(check)
-                    if not check["ok"]:
-                        result.update(status="wrong_result", error=check["message"], checks=checks)
-                        return result
-            result["checks"] = [{k: c.get(k) for k in ("output", "seed", "sizes", "max_abs_error", "rounding_floor")}
-                                for c in checks]
-            result["launch_facts"] = _launch_facts(compiled)
-            phase = "time"
-            self.phase("time")
-            result["timing"] = self._time(config).to_json()
-        except BaseException as exc:  # noqa: BLE001 - classify, report, and let the driver decide
-            failure = classify_exception(exc, phase)
-            result.update(status=failure, phase=phase, error=summary(f"{type(exc).__name__}: {exc}"),
-                          traceback=traceback.format_exc()[-3000:])
-        return result
-
-    def _time(self, config: dict) -> Any:
-        from .timing import measure
-
-        launches = [self.runner.prepare(config, tensors, self.spec.sizes) for tensors in self.sets_for_timing()]
-        counter = [0]
-
-        def run() -> None:  # arguments and grid bound once: the loop times the launch, not Python
-            counter[0] += 1
-            launches[counter[0] % len(launches)]()
-
-        s = self.settings
-        return measure(run, interpret=s.interpret, warmup_ms=s.warmup_ms, rep_ms=s.rep_ms, max_spread=s.max_spread,
-                       attempts=s.attempts, runs=s.interpret_runs)
-
-    def time_config(self, config: dict) -> dict:
-        try:
-            return {"status": "ok", "timing": self._time(config).to_json()}
-        except BaseException as exc:  # noqa: BLE001
-            from .feedback import classify_exception, summary
-
-            return {"status": classify_exception(exc, "time"), "error": summary(f"{type(exc).__name__}: {exc}")}
-
-    def time_baseline(self) -> dict:
-        from .timing import measure
-
-        try:
-            tensors, _, _ = self.case(self.spec.sizes, self.spec.seeds[0])
-            fn = self.runner.baseline(tensors, self.spec.sizes)
-            s = self.settings
-            timing = measure(fn, interpret=s.interpret, warmup_ms=s.warmup_ms, rep_ms=s.rep_ms,
-                             max_spread=s.max_spread, attempts=s.attempts, runs=s.interpret_runs)
-            return {"status": "ok", "timing": timing.to_json()}
-        except BaseException as exc:  # noqa: BLE001
-            return {"status": "launch_error", "error": f"{type(exc).__name__}: {exc}"[:300]}
-
-
-def _launch_facts(compiled: Any) -> dict[str, Any]:
-    """Registers, spills and shared memory of the kernel the launch used (GPU only)."""
-    if compiled is None:
-        return {}
-    facts = {}
-    for key, attr in (("registers", "n_regs"), ("spills", "n_spills")):
-        value = getattr(compiled, attr, None)
-        if isinstance(value, int):
-            facts[key] = value
-    shared = getattr(getattr(compiled, "metadata", None), "shared", None)
-    if isinstance(shared, int):
-        facts["shared_bytes"] = shared
-    return facts
-
-
 def visible_device(gpu: str, inherited: str | None) -> str:
     """What the worker of ``--gpus`` entry ``gpu`` sets ``CUDA_VISIBLE_DEVICES`` to.
 
@@ -275,62 +65,6 @@ def visible_device(gpu: str, inherited: str | None) -> str:
     return gpu
 
 
-def worker_main(conn: Any, settings: WorkerSettings) -> None:
-    """Entry point of a benchmark worker process."""
-    _die_with_parent()
-    if settings.gpu is not None and not settings.interpret:
-        try:
-            os.environ["CUDA_VISIBLE_DEVICES"] = visible_device(str(settings.gpu),
-                                                                os.environ.get("CUDA_VISIBLE_DEVICES"))
-        except ValueError as exc:
-            conn.send(("fatal", str(exc), ""))
-            return
-    if settings.interpret:
-        os.environ["TRITON_INTERPRET"] = "1"
-    if settings.triton_cache_dir:
-        os.environ["TRITON_CACHE_DIR"] = settings.triton_cache_dir
-    os.environ.update(settings.env)
-    import warnings
-
-    warnings.simplefilter("ignore")
-    try:
-        session = _Session(settings, conn)
-        session.check_reference()
-        import torch
-        import triton
-
-        device = "cpu (TRITON_INTERPRET=1)" if settings.interpret else torch.cuda.get_device_name(0)
-        conn.send(("ready", {"pid": os.getpid(), "device": device, "torch": torch.__version__,
-                             "triton": triton.__version__}))
-    except BaseException as exc:  # noqa: BLE001 - the driver turns this into one clear error
-        conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))
-        return
-    from .feedback import context_lost
-
-    while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            return
-        kind = message[0]
-        if kind == "stop":
-            return
-        if kind == "evaluate":
-            answer = session.evaluate(message[1])
-        elif kind == "time":
-            answer = session.time_config(message[1])
-        elif kind == "baseline":
-            answer = session.time_baseline()
-        else:
-            answer = {"status": "launch_error", "error": f"unknown request {kind!r}"}
-        conn.send(("result", answer))
-        if context_lost(answer.get("status", ""), answer.get("error", "")):
-            os._exit(3)  # the CUDA context is unusable: the driver starts a fresh worker
-
-
-# --------------------------------------------------------------------------- driver side
-
-
 class WorkerError(Exception):
     """A worker that cannot start (the kernel, the harness or the reference fails)."""
 
@@ -338,7 +72,7 @@ class WorkerError(Exception):
 class BenchWorker:
     """One benchmark worker process and the request it is running.
 
-    The worker is ``python -m kernelrules.tune.worker FD`` in its own session, talking
+    The worker is ``python -m kernelrules.tune.bench_process FD`` in its own session, talking
     over a socket pair wrapped in ``multiprocessing.connection.Connection``: no
     ``__main__`` guard is needed in the caller's script, and a kill takes the whole
     process group (compilers it started included).
@@ -386,7 +120,7 @@ class BenchWorker:
         # -P (3.11+): not the working directory first on sys.path, so the worker imports the kernelrules the
         # driver runs (package_root, on PYTHONPATH) even when started from a checkout's root
         isolate = ["-P"] if sys.version_info >= (3, 11) else []
-        self.proc = subprocess.Popen([sys.executable, *isolate, "-m", "kernelrules.tune.worker", str(theirs.fileno())],
+        self.proc = subprocess.Popen([sys.executable, *isolate, "-m", "kernelrules.tune.bench_process", str(theirs.fileno())],
                                      pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True, env=env, close_fds=True)
         theirs.close()
@@ -528,18 +262,3 @@ class BenchWorker:
         if self._log is not None:
             self._log.close()
             self._log = None
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m kernelrules.tune.worker FD``: receive the settings on FD, then serve."""
-    import sys
-    from multiprocessing.connection import Connection
-
-    args = sys.argv[1:] if argv is None else argv
-    conn = Connection(int(args[0]))
-    settings = conn.recv()
-    worker_main(conn, settings)
-
-
-if __name__ == "__main__":
-    main()
