@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import ast
 import itertools
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .config import KernelConfig
 from .kernelsource import _dotted_name
+from .pyops import BINARY, COMPARE, UNARY, cdiv, next_power_of_2, subset
 
 #: Interpreter steps (nodes evaluated) before giving up; real config lists need a few thousand.
 DEFAULT_STEP_LIMIT = 200_000
@@ -37,36 +37,21 @@ DEFAULT_STEP_LIMIT = 200_000
 #: Largest list or range the interpreter builds.
 MAX_SEQUENCE = 100_000
 
-_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Mod: operator.mod,
-    ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
-    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-}
-_UNARY: dict[type, Callable[[Any], Any]] = {
-    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert,
-}
-_COMPARE: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-}
+_BINOPS = subset(BINARY, (ast.MatMult,))
+_UNARY = UNARY
+_COMPARE = COMPARE
 _BUILTINS: dict[str, Callable[..., Any]] = {
     "len": len, "min": min, "max": max, "abs": abs, "list": list, "tuple": tuple, "dict": dict,
     "zip": lambda *a: list(zip(*a)), "enumerate": lambda *a: list(enumerate(*a)),
     "sorted": sorted, "reversed": lambda a: list(reversed(a)), "int": int, "bool": bool, "str": str,
     "set": set, "sum": sum, "any": any, "all": all,
 }
-def _next_power_of_2(n: int) -> int:
-    """``triton.next_power_of_2``: the smallest power of two >= n (1 for n <= 1)."""
-    n = int(n)
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 #: Pure integer helpers of Triton that heuristics and config lists use.
 _TRITON_HELPERS: dict[str, Callable[..., Any]] = {
-    "triton.cdiv": lambda a, b: -(-int(a) // int(b)),
-    "triton.next_power_of_2": _next_power_of_2,
+    "triton.cdiv": lambda a, b: cdiv(int(a), int(b)),
+    "triton.next_power_of_2": next_power_of_2,
     "math.ceil": lambda x: -(-x // 1) if isinstance(x, int) else int(-(-x // 1)),
     "math.log2": lambda x: __import__("math").log2(x),
 }

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import ast
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import KernelrulesError
+from ..pyops import BINARY, COMPARE, UNARY, cdiv, next_power_of_2, subset
 
 MAX_LENGTH = 2000
 
@@ -71,26 +71,14 @@ DTYPES = frozenset({
 })
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _next_power_of_2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
-
-
 #: Functions callable by bare name.
-FUNCTIONS = {"cdiv": _cdiv, "min": min, "max": max, "abs": abs, "int": int, "float": float,
-             "next_power_of_2": _next_power_of_2, "ceil": math.ceil, "floor": math.floor, "sqrt": math.sqrt,
+FUNCTIONS = {"cdiv": cdiv, "min": min, "max": max, "abs": abs, "int": int, "float": float,
+             "next_power_of_2": next_power_of_2, "ceil": math.ceil, "floor": math.floor, "sqrt": math.sqrt,
              "log2": math.log2}
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-           ast.MatMult: operator.matmul, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
-           ast.LShift: operator.lshift, ast.RShift: operator.rshift}
-_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-            ast.Eq: operator.eq, ast.NotEq: operator.ne}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
+_BINARY = subset(BINARY, (ast.BitXor,))
+_COMPARE = subset(COMPARE, (ast.In, ast.NotIn, ast.Is, ast.IsNot))
+_UNARY = subset(UNARY, (ast.Invert,))
 
 
 class ExpressionError(KernelrulesError):
