@@ -25,7 +25,8 @@ from kernelrules.compilejob import CompileJob, compile_job
 from kernelrules.config import KernelConfig
 from kernelrules.engine import default_engine
 from kernelrules.facts import compiled_facts, register_demand
-from kernelrules.resource_model import choose_probes, learn, probe_from_facts, tmem_columns
+from kernelrules.resource_model import choose_probes, learn, probe_from_facts
+from kernelrules.tensor_memory import tmem_columns
 
 pytest.importorskip("triton")
 
@@ -239,7 +240,7 @@ def test_lint_cli_sm100_sm120(tmp_path):
 
 def test_tensor_memory_first_fit_placement():
     """Triton's placement in two 64-lane halves (no compile: the compiled checks are in test_testing_rules.py)."""
-    from kernelrules.resource_model import tmem_allocation_size, tmem_chunk
+    from kernelrules.tensor_memory import tmem_allocation_size, tmem_chunk
 
     assert tmem_chunk(64, 256) == (1, 256) and tmem_chunk(64, 512) == (2, 256) and tmem_chunk(256, 128) == (2, 256)
     assert tmem_allocation_size([]) == 0
