@@ -12,10 +12,10 @@ to all three, keeps:
   there are jobs waiting: two or three for the probes, one per config to precompile, up
   to ``jobs`` or the CPU count) and stay for the next phase and the next tuning key, until
   they have been idle for ``idle_timeout`` seconds (60 by default: a training run that
-  tuned at start-up does not keep a dozen idle processes that import Triton), :meth:`close`
-  or interpreter exit; a tuning key met later starts a new pool. Each job says which Triton cache it compiles with, so
-  the probes (a private, cold cache) and the precompiles (Triton's own cache) share the
-  workers;
+  tuned at start-up does not keep a dozen idle processes that import Triton),
+  :meth:`close` or interpreter exit; a tuning key met later starts a new pool. Each job
+  says which Triton cache it compiles with, so the probes (a private, cold cache) and the
+  precompiles (Triton's own cache) share the workers;
 - **the probe compiles**, by compile job: the resource model the perf model learns is fitted
   from the very compile results the early prune's was, when both phases choose the same
   probes (the cheapest configs of the list: the usual case), so the second fit costs no
