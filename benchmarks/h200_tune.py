@@ -99,9 +99,26 @@ def run_method(method: str, repeat: int, args) -> dict:
                               candidate_filter=inductor_filter(Path(args.space), args.arch or _gpu_arch()))
     started = time.time()
     result = Tuner(args.space, options).run()
-    return {"method": method, "repeat": repeat, "wall_s": time.time() - started, "summary": result.summary,
+    return {"method": method, "repeat": repeat, "wall_s": time.time() - started,
+            "summary": portable(result.summary, Path(args.out)),
             "records": [{k: r.get(k) for k in ("trial", "status", "ms", "elapsed_s", "config")}
                         for r in result.records]}
+
+
+def portable(summary: dict, out: Path) -> dict:
+    """The summary with no path of the machine it ran on: the study relative to ``--out``, the space to the repo."""
+    summary = dict(summary)
+    storage = str(summary.get("storage") or "")
+    prefix = "sqlite:///" + str(out.resolve())
+    if storage.startswith(prefix):
+        summary["storage"] = "sqlite:///OUT" + storage[len(prefix):]
+    space = Path(str(summary.get("space_file") or ""))
+    if space.is_absolute():
+        try:
+            summary["space_file"] = str(space.resolve().relative_to(REPO))
+        except ValueError:
+            summary["space_file"] = space.name
+    return summary
 
 
 def _gpu_arch() -> str:

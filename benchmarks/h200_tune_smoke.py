@@ -420,7 +420,7 @@ def check_f(args, check: Check) -> None:
         plots = True
     except ImportError:
         plots = False
-    check.facts.update(html=str(html), bytes=len(text), matplotlib=plots, images=text.count("<img"))
+    check.facts.update(html=html.name, bytes=len(text), matplotlib=plots, images=text.count("<img"))
     if plots:
         check.expect(text.count("<img") >= 1, "matplotlib imports but the report has no plot")
     else:

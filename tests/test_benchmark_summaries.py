@@ -70,3 +70,16 @@ def test_recorded_h200_results_give_the_published_figures(bench):
     assert seconds["random-raw", 0] == (None, None, None) and seconds["inductor", 0] == (None, None, None)
     assert round(seconds["tpe-raw", 0][0] / seconds["kernelrules", 0][0], 1) == 7.6
     assert round(seconds["tpe-raw", 0][0] / seconds["kernelrules", 1][0], 1) == 6.1
+
+
+def test_recorded_results_hold_no_machine_paths(bench, tmp_path):
+    """Results committed from the GPU machine name the repo's files relatively and the study by --out."""
+    import re
+
+    absolute = re.compile(r'"(?:sqlite:///)?/(?:work|tmp|root|home)/')
+    for path in (ROOT / "benchmarks" / "results").rglob("*.json*"):
+        assert not absolute.search(path.read_text()), f"{path.name} holds a path of the machine it ran on"
+    summary = {"storage": f"sqlite:///{tmp_path.resolve()}/kernelrules-0/study.db",
+               "space_file": str(ROOT / "examples" / "matmul.tune.yaml")}
+    assert bench.portable(summary, tmp_path) == {"storage": "sqlite:///OUT/kernelrules-0/study.db",
+                                                 "space_file": "examples/matmul.tune.yaml"}
