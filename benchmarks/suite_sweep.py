@@ -53,10 +53,15 @@ def problem_name(space_path: Path) -> str:
     return f"{space_path.parent.name}__{space_path.name[: -len('.tune.yaml')]}"
 
 
-def problems(chosen: set[str]) -> list[Path]:
-    """Every space file of the suite, sorted; with ``chosen``, those of these families or problem names."""
+def problems(chosen: list[str] | set[str]) -> list[Path]:
+    """Every space file of the suite, sorted; with ``chosen``, those of these families or problem names, in that order."""
     found = sorted(SUITE.glob("*/*.tune.yaml"))
-    return [p for p in found if not chosen or p.parent.name in chosen or problem_name(p) in chosen]
+    if not chosen:
+        return found
+    order = list(chosen)
+    picked = [p for p in found if p.parent.name in order or problem_name(p) in order]
+    rank = lambda p: order.index(p.parent.name) if p.parent.name in order else order.index(problem_name(p))  # noqa: E731
+    return sorted(picked, key=rank)
 
 
 def config_key(config: dict) -> str:
@@ -296,7 +301,12 @@ def sweep(args) -> None:
     print(f"{info['gpu']}, Triton {info['triton']}, torch {info['torch']}: copy {info['copy_tb_per_s']:.2f} TB/s",
           flush=True)
     jobs, index = [], {}
-    chosen = [Problem(p, arch, engine) for p in problems(set(filter(None, args.families.split(","))))]
+    chosen = []
+    for path in problems([name for name in args.families.split(",") if name]):
+        try:
+            chosen.append(Problem(path, arch, engine))
+        except Exception as exc:  # noqa: BLE001 - a space that does not load is reported, the rest are measured
+            print(f"{problem_name(path)}: cannot load: {type(exc).__name__}: {exc}", flush=True)
     for problem in chosen:
         done, pending = recorded(problem.name)
         for stale in pending:  # a launch that killed the last run
