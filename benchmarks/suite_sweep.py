@@ -372,7 +372,7 @@ def main() -> None:
     parser.add_argument("--work", default=str(WORK), help="where the records go (default: .suite-work)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many configs per problem (dry runs)")
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
+
     sweep(args)
 
 

@@ -28,7 +28,7 @@ class CrossEntropyHarness:
 
     def launch(self, kernel, tensors, config):
         logits = tensors["logits"]
-        kernel[(self.B,)](logits, tensors["targets"], tensors["loss"], self.V, logits.stride(0), IGNORE_INDEX,
+        return kernel[(self.B,)](logits, tensors["targets"], tensors["loss"], self.V, logits.stride(0), IGNORE_INDEX,
                           **config)
 
     def reference(self, tensors):

@@ -35,7 +35,7 @@ class Fp8GemmHarness:
     def launch(self, kernel, tensors, config):
         a, b, c = tensors["a"], tensors["b"], tensors["c"]
         grid = (triton.cdiv(self.M, config["BLOCK_M"]) * triton.cdiv(self.N, config["BLOCK_N"]),)
-        kernel[grid](a, b, c, tensors["a_scale"], tensors["b_scale"], self.M, self.N, self.K,
+        return kernel[grid](a, b, c, tensors["a_scale"], tensors["b_scale"], self.M, self.N, self.K,
                      a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1), **config)
 
     def reference(self, tensors):

@@ -27,7 +27,7 @@ class SplitKHarness:
         a, b, c = tensors["a"], tensors["b"], tensors["c"]
         c.zero_()
         grid = (triton.cdiv(self.M, config["BLOCK_M"]) * triton.cdiv(self.N, config["BLOCK_N"]), config["SPLIT_K"])
-        kernel[grid](a, b, c, self.M, self.N, self.K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        return kernel[grid](a, b, c, self.M, self.N, self.K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                      c.stride(0), c.stride(1), **config)
 
     def reference(self, tensors):
