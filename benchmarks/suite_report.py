@@ -1,0 +1,467 @@
+"""Derive the suite report, ``docs/suite.md``, from the raw results (never edited by hand).
+
+    python benchmarks/suite_report.py            # rewrite docs/suite.md
+    python benchmarks/suite_report.py --check    # exit 1 if docs/suite.md is not what the results give
+
+Reads, for every problem of ``benchmarks/results/suite/``: the GPU truth
+(``<problem>.jsonl``, from ``suite_sweep.py``), kernelrules' config-stage verdicts and
+perf-model estimates (``<problem>.judge.json``, from ``suite_judge.py``), the replayed
+tuners (``replay.json``, from ``suite_replay.py``) and the runs' copy bandwidth
+(``runs.jsonl``). :func:`metrics` computes every published number; the test suite
+re-derives the document from the same files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results" / "suite"
+DOC = REPO / "docs" / "suite.md"
+NEAR = (0.02, 0.05, 0.10)
+
+
+def key(config: dict) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def load(results: Path = RESULTS) -> dict:
+    """Every problem's truth, judgement and the runs; the replay when there is one."""
+    problems = {}
+    for path in sorted(results.glob("*__*.jsonl")):
+        name = path.name[: -len(".jsonl")]
+        lines = read_jsonl(path)
+        judge_path = results / f"{name}.judge.json"
+        problems[name] = {
+            "configs": [r for r in lines if r.get("kind") == "config"],
+            "problem": next((r for r in reversed(lines) if r.get("kind") == "problem"), {}),
+            "judge": json.loads(judge_path.read_text()) if judge_path.exists() else None,
+        }
+    runs = read_jsonl(results / "runs.jsonl") if (results / "runs.jsonl").exists() else []
+    replay_path = results / "replay.json"
+    replay = json.loads(replay_path.read_text()) if replay_path.exists() else {}
+    return {"problems": problems, "runs": runs, "replay": replay}
+
+
+def good(record: dict) -> bool:
+    """Launched, correct and timed."""
+    return record["launch"].get("status") == "ok" and record.get("correct") is True and "timing" in record
+
+
+def doomed(record: dict) -> bool:
+    """A config that cannot serve: compile failure or timeout, launch failure, or a wrong result."""
+    return (record["compile"].get("status") != "ok" or record["launch"].get("status") not in ("ok",)
+            or record.get("correct") is False)
+
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    """Spearman's rank correlation (average ranks for ties)."""
+    if len(xs) < 3:
+        return None
+
+    def ranks(values: list[float]) -> list[float]:
+        order = sorted(range(len(values)), key=lambda i: values[i])
+        out = [0.0] * len(values)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                out[order[k]] = (i + j) / 2
+            i = j + 1
+        return out
+
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = sum((a - mx) ** 2 for a in rx)
+    syy = sum((b - my) ** 2 for b in ry)
+    return sxy / math.sqrt(sxx * syy) if sxx and syy else None
+
+
+def metrics(name: str, data: dict, copy_tb_s: float | None, replay: dict | None = None) -> dict:
+    """Every number the report publishes for one problem."""
+    configs, problem, judge = data["configs"], data["problem"], data["judge"]
+    verdicts = {key(r["config"]): r for r in (judge or {}).get("records", [])}
+    timed = [r for r in configs if good(r)]
+    best = min(r["timing"]["ms"] for r in timed) if timed else None
+    m: dict = {"problem": name, "family": name.split("__")[0], "shape": name.split("__")[1],
+               "configs": len(configs), "timed": len(timed), "best_ms": best}
+
+    def config_reject(r: dict) -> bool:
+        v = verdicts.get(key(r["config"]))
+        return v is not None and v["verdict"] == "reject"
+
+    def compiled_reject(r: dict) -> bool:
+        return config_reject(r) or r["compile"].get("verdict") == "reject"
+
+    m["judged"] = judge is not None and all(key(r["config"]) in verdicts for r in configs)
+    # compiled facts against the launch
+    launched = [r for r in configs if r["launch"].get("status") == "ok" and r["launch"].get("n_regs") is not None]
+    facts = [r["compile"].get("facts", {}) for r in launched]
+    m["facts_compared"] = len(launched)
+    m["shared_equal"] = sum(r["launch"]["shared"] == f.get("shared_bytes") for r, f in zip(launched, facts))
+    m["registers_equal"] = sum(r["launch"]["n_regs"] == f.get("registers") for r, f in zip(launched, facts))
+    m["spills_equal"] = sum(4 * r["launch"]["n_spills"] == f.get("spill_bytes") for r, f in zip(launched, facts))
+    m["jit_cache_hits"] = sum(r["launch"].get("triton_cache_hit") is True for r in configs)
+    m["launches"] = sum(r["launch"].get("status") not in ("skipped",) for r in configs)
+    # doomed configs
+    dead = [r for r in configs if doomed(r)]
+    m["doomed"] = len(dead)
+    m["doomed_kinds"] = _count(_doom_kind(r) for r in dead)
+    m["doomed_caught_config"] = sum(config_reject(r) for r in dead)
+    m["doomed_caught_compiled"] = sum(compiled_reject(r) for r in dead)
+    m["max_compile_s"] = max((r["compile"].get("seconds", 0.0) for r in configs), default=0.0)
+    # useful configs lost
+    for near in NEAR:
+        pct = int(near * 100)
+        within = [r for r in timed if r["timing"]["ms"] <= best * (1 + near)] if best else []
+        m[f"within_{pct}"] = len(within)
+        m[f"lost_{pct}_config"] = sum(config_reject(r) for r in within)
+        m[f"lost_{pct}_compiled"] = sum(compiled_reject(r) for r in within)
+    kept = [r["timing"]["ms"] for r in timed if not config_reject(r)]
+    kept_compiled = [r["timing"]["ms"] for r in timed if not compiled_reject(r)]
+    m["regret_config"] = (min(kept) / best - 1) if kept and best else None
+    m["regret_compiled"] = (min(kept_compiled) / best - 1) if kept_compiled and best else None
+    m["rejected_config"] = sum(config_reject(r) for r in configs)
+    m["rejected_compiled"] = sum(compiled_reject(r) for r in configs)
+    # spills: the register pressure the config stage should see
+    spilling = [r for r in timed if r["compile"].get("facts", {}).get("spill_bytes", 0) > 0]
+    m["spilling"] = len(spilling)
+    m["spilling_rejected_config"] = sum(config_reject(r) for r in spilling)
+    m["spilling_median_slowdown"] = (statistics.median(r["timing"]["ms"] / best for r in spilling)
+                                     if spilling and best else None)
+    # the perf model
+    ranked = [(verdicts[key(r["config"])]["perf_model_s"], r) for r in timed
+              if key(r["config"]) in verdicts and verdicts[key(r["config"])].get("perf_model_s") is not None]
+    m["perf_model_ranked"] = len(ranked)
+    if ranked and best:
+        eligible = sorted((p for p in ranked if not config_reject(p[1])), key=lambda p: p[0])
+        m["perf_top1_within_2"] = bool(eligible) and eligible[0][1]["timing"]["ms"] <= best * 1.02
+        m["perf_top5_within_2"] = any(r["timing"]["ms"] <= best * 1.02 for _, r in eligible[:5])
+        m["perf_top1_vs_best"] = eligible[0][1]["timing"]["ms"] / best - 1 if eligible else None
+        m["spearman"] = spearman([p[0] for p in ranked], [p[1]["timing"]["ms"] for p in ranked])
+    # the winner against the baseline and the copy
+    baseline = (problem.get("baseline_ms") or {}).get("ms")
+    m["baseline_ms"] = baseline
+    m["speedup_vs_baseline"] = baseline / best if baseline and best else None
+    if best and problem.get("flops"):
+        m["tflops"] = problem["flops"] / (best * 1e-3) / 1e12
+    if best and problem.get("bytes") and not problem.get("flops"):
+        m["tb_per_s"] = problem["bytes"] / (best * 1e-3) / 1e12
+        m["copy_fraction"] = m["tb_per_s"] / copy_tb_s if copy_tb_s else None
+    if replay:
+        m["replay"] = replay
+    return m
+
+
+def _doom_kind(record: dict) -> str:
+    if record["compile"].get("status") != "ok":
+        return f"compile {record['compile'].get('status')}"
+    if record["launch"].get("status") != "ok":
+        return str(record["launch"].get("status"))
+    return "wrong result"
+
+
+def _count(items) -> dict:
+    out: dict = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def all_metrics(loaded: dict) -> list[dict]:
+    copies = [r["copy_tb_per_s"] for r in loaded["runs"] if r.get("copy_tb_per_s")]
+    copy = statistics.median(copies) if copies else None
+    return [metrics(name, data, copy, loaded["replay"].get("problems", {}).get(name))
+            for name, data in loaded["problems"].items()]
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{x * 1000:.1f} µs" if x < 1 else f"{x:.3f} ms"
+
+
+def _frac(a: int, b: int) -> str:
+    return f"{a}/{b}"
+
+
+def _yes(x: bool | None) -> str:
+    return "–" if x is None else ("yes" if x else "**no**")
+
+
+def _sum(ms: list[dict], field: str) -> int:
+    return sum(m.get(field) or 0 for m in ms)
+
+
+def render(loaded: dict, ms: list[dict]) -> str:
+    runs = loaded["runs"]
+    out: list[str] = []
+    w = out.append
+    families = sorted({m["family"] for m in ms})
+    commits = sorted({r.get("kernelrules_commit", "?") for r in runs})
+    judges = sorted({d["judge"]["kernelrules_commit"] for d in loaded["problems"].values() if d["judge"]})
+    copies = [r["copy_tb_per_s"] for r in runs if r.get("copy_tb_per_s")]
+    w("# The kernel suite on an H200")
+    w("")
+    w("<!-- Generated by benchmarks/suite_report.py from benchmarks/results/suite/; do not edit by hand. -->")
+    w("")
+    w(f"{len(families)} kernel families, {len(ms)} (kernel, shape) problems, {_sum(ms, 'configs')} configs, "
+      "every one compiled, launched, checked and timed on the GPU (`benchmarks/suite_sweep.py`), then set against "
+      "what kernelrules says of it without a GPU. The kernels are in `benchmarks/suite/` (its README lists them); "
+      "this page is derived from the raw results by `python benchmarks/suite_report.py`, and "
+      "`tests/test_suite.py` re-derives it.")
+    w("")
+    if runs:
+        first = runs[0]
+        w(f"- **Truth**: {first['gpu']} ({first['sms']} SMs), Triton {first['triton']}, torch {first['torch']}, "
+          f"{len(runs)} sweep runs between {runs[0]['date'][:10]} and {runs[-1]['date'][:10]}, kernelrules "
+          f"{', '.join(commits)}; compiles by kernelrules' pool with a {first['compile_timeout_s']:.0f} s cap, "
+          "launches through Triton's JIT, outputs poisoned with NaN and compared with a float64 reference, time "
+          "the `do_bench` median with L2 flushed. A 1 GiB device-to-device copy ran at "
+          f"{statistics.median(copies):.2f} TB/s (read plus write) in the same runs: the practical bandwidth limit.")
+    w(f"- **kernelrules' verdicts**: the config stage (rules plus the resource model learned from each kernel's IR, "
+      f"no GPU: `benchmarks/suite_judge.py`, kernelrules {', '.join(judges) or '–'}) and the compiled stage (the "
+      "rules on the compiled facts, recorded by the sweep; a config the config stage rejects is never compiled, "
+      "so *rejected at the compiled stage* means rejected by either).")
+    w("")
+    _summary(w, ms)
+    _family_table(w, ms, families)
+    _facts_table(w, ms)
+    _pruning_table(w, ms)
+    _model_table(w, ms)
+    _winner_table(w, ms)
+    _replay_section(w, ms, loaded["replay"])
+    _gaps(w, ms)
+    return "\n".join(out) + "\n"
+
+
+def _summary(w, ms: list[dict]) -> None:
+    compared = _sum(ms, "facts_compared")
+    w("## Summary")
+    w("")
+    w(f"- **Exact facts**: of {compared} launches whose kernel reported its resources, the compiled facts "
+      f"kernelrules read equal the launched kernel's in shared memory {_sum(ms, 'shared_equal')}, registers "
+      f"{_sum(ms, 'registers_equal')} and spill bytes {_sum(ms, 'spills_equal')} times; "
+      f"{_sum(ms, 'jit_cache_hits')} of {_sum(ms, 'launches')} launches hit the Triton cache that kernelrules' "
+      "compiles filled (the launched binary is the one kernelrules analysed).")
+    doomed = _sum(ms, "doomed")
+    w(f"- **Doomed configs**: {doomed} configs cannot serve (launch failures, compile failures or timeouts, wrong "
+      f"results); the config stage rejects {_sum(ms, 'doomed_caught_config')} of them before any compile, the "
+      f"compiled stage {_sum(ms, 'doomed_caught_compiled')}.")
+    lost = _sum(ms, "lost_2_config")
+    regret = [m for m in ms if (m.get("regret_config") or 0) > 0.02]
+    w(f"- **Useful configs lost**: of the {_sum(ms, 'within_2')} configs within 2% of their problem's best, the "
+      f"config stage rejects {lost} and the compiled stage {_sum(ms, 'lost_2_compiled')}; in {len(regret)} of "
+      f"{len(ms)} problems the best config the config stage keeps is more than 2% slower than the best.")
+    ranked = [m for m in ms if m.get("perf_model_ranked")]
+    w(f"- **Perf model**: it ranks the configs of {len(ranked)} of {len(ms)} problems (the others have no `tl.dot` "
+      f"it can read); its first pick is within 2% of the best in "
+      f"{sum(bool(m.get('perf_top1_within_2')) for m in ranked)} of them, its top 5 hold one in "
+      f"{sum(bool(m.get('perf_top5_within_2')) for m in ranked)}.")
+    spilling = _sum(ms, "spilling")
+    w(f"- **Spills**: {spilling} timed configs spill registers; the config stage rejects "
+      f"{_sum(ms, 'spilling_rejected_config')} of them.")
+    faster = [m for m in ms if (m.get("speedup_vs_baseline") or 0) >= 1]
+    w(f"- **Winners**: the best config beats the baseline (the PyTorch or vendor call) in {len(faster)} of "
+      f"{len(ms)} problems.")
+    w("")
+
+
+def _family_table(w, ms: list[dict], families: list[str]) -> None:
+    w("## Per family")
+    w("")
+    w("| family | problems | configs | doomed | caught (config / compiled) | within 2% | lost (config / compiled) "
+      "| spilling (rejected) | perf model top 5 |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for family in families:
+        f = [m for m in ms if m["family"] == family]
+        ranked = [m for m in f if m.get("perf_model_ranked")]
+        top5 = f"{sum(bool(m.get('perf_top5_within_2')) for m in ranked)}/{len(ranked)}" if ranked else "–"
+        w(f"| {family} | {len(f)} | {_sum(f, 'configs')} | {_sum(f, 'doomed')} | "
+          f"{_sum(f, 'doomed_caught_config')} / {_sum(f, 'doomed_caught_compiled')} | {_sum(f, 'within_2')} | "
+          f"{_sum(f, 'lost_2_config')} / {_sum(f, 'lost_2_compiled')} | {_sum(f, 'spilling')} "
+          f"({_sum(f, 'spilling_rejected_config')}) | {top5} |")
+    w("")
+
+
+def _facts_table(w, ms: list[dict]) -> None:
+    w("## Compiled facts against the launch")
+    w("")
+    w("Per problem: launches compared, and how many agree in shared memory, registers and spill bytes "
+      "(`metadata.shared`, `n_regs`, `4 * n_spills` of the launched kernel against kernelrules' facts of its own "
+      "compile). A problem whose harness does not return the launch handle has no launch facts (–).")
+    w("")
+    w("| problem | configs | launches compared | shared | registers | spills | Triton cache hits | slowest compile |")
+    w("|---|---|---|---|---|---|---|---|")
+    for m in ms:
+        n = m["facts_compared"]
+        cells = [_frac(m[k], n) if n else "–" for k in ("shared_equal", "registers_equal", "spills_equal")]
+        w(f"| {m['problem']} | {m['configs']} | {n or '–'} | {' | '.join(cells)} | "
+          f"{_frac(m['jit_cache_hits'], m['launches'])} | {m['max_compile_s']:.1f} s |")
+    w("")
+
+
+def _pruning_table(w, ms: list[dict]) -> None:
+    w("## Pruning: doomed configs caught, useful configs lost")
+    w("")
+    w("*Doomed*: what cannot serve, by kind. *Caught*: rejected at the config stage / at the compiled stage. "
+      "*Within x%*: timed configs within x% of the problem's best; *lost*: those of them rejected (config / "
+      "compiled stage). *Regret*: how much slower the best config the stage keeps is than the best.")
+    w("")
+    w("| problem | doomed | caught | rejected | within 2% (lost) | within 5% (lost) | within 10% (lost) "
+      "| regret config | regret compiled |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for m in ms:
+        kinds = ", ".join(f"{v} {k}" for k, v in m["doomed_kinds"].items()) or "0"
+        near = " | ".join(f"{m[f'within_{p}']} ({m[f'lost_{p}_config']} / {m[f'lost_{p}_compiled']})"
+                          for p in (2, 5, 10))
+        w(f"| {m['problem']} | {kinds} | {m['doomed_caught_config']} / {m['doomed_caught_compiled']} | "
+          f"{m['rejected_config']} / {m['rejected_compiled']} | {near} | {_pct(m['regret_config'])} | "
+          f"{_pct(m['regret_compiled'])} |")
+    w("")
+
+
+def _model_table(w, ms: list[dict]) -> None:
+    w("## Perf model and register pressure")
+    w("")
+    w("*Top 1 / top 5*: does the perf model's first pick (among configs the config stage keeps), or one of its "
+      "first five, run within 2% of the best; *first pick*: how much slower it is. *Spearman*: rank correlation "
+      "of its estimates with the measured times. *Spilling*: timed configs whose compile spills registers, how "
+      "many the config stage rejects, and their median time over the best.")
+    w("")
+    w("| problem | ranked | top 1 | top 5 | first pick | Spearman | spilling | rejected | median slowdown |")
+    w("|---|---|---|---|---|---|---|---|---|")
+    for m in ms:
+        ranked = m.get("perf_model_ranked")
+        rho = m.get("spearman")
+        slow = m.get("spilling_median_slowdown")
+        w(f"| {m['problem']} | {ranked or 0} | {_yes(m.get('perf_top1_within_2')) if ranked else '–'} | "
+          f"{_yes(m.get('perf_top5_within_2')) if ranked else '–'} | "
+          f"{_pct(m.get('perf_top1_vs_best')) if ranked else '–'} | {'–' if rho is None else f'{rho:.2f}'} | "
+          f"{m['spilling']} | {m['spilling_rejected_config']} | {'–' if slow is None else f'{slow:.2f}×'} |")
+    w("")
+
+
+def _winner_table(w, ms: list[dict]) -> None:
+    w("## Winners against the baseline")
+    w("")
+    w("The best config's time, the baseline's (the PyTorch or vendor implementation a user would otherwise call, "
+      "timed the same way in the same run), and for compute-bound problems the TFLOP/s, for memory-bound ones "
+      "the bandwidth (fewest bytes a launch must move over its time) and its share of the copy.")
+    w("")
+    w("| problem | configs timed | best | baseline | speed-up | TFLOP/s | TB/s | of copy |")
+    w("|---|---|---|---|---|---|---|---|")
+    for m in ms:
+        speed = m.get("speedup_vs_baseline")
+        tf = m.get("tflops")
+        tb = m.get("tb_per_s")
+        w(f"| {m['problem']} | {m['timed']} | {_ms(m['best_ms'])} | {_ms(m['baseline_ms'])} | "
+          f"{'–' if speed is None else f'{speed:.2f}×'} | {'–' if tf is None else f'{tf:.0f}'} | "
+          f"{'–' if tb is None else f'{tb:.2f}'} | {_pct(m.get('copy_fraction'), 0) if tb else '–'} |")
+    w("")
+
+
+def _replay_section(w, ms: list[dict], replay: dict) -> None:
+    w("## Time to a config within 2% of the best (replayed)")
+    w("")
+    if not replay:
+        w("No replay recorded yet (`python benchmarks/suite_replay.py`).")
+        w("")
+        return
+    w(replay.get("method", ""))
+    w("")
+    strategies = replay.get("strategies", [])
+    w("| problem | " + " | ".join(strategies) + " |")
+    w("|---|" + "---|" * len(strategies))
+    for m in ms:
+        r = m.get("replay")
+        if not r:
+            continue
+        cells = []
+        for s in strategies:
+            value = r.get(s)
+            cells.append("not reached" if value is None else f"{value:.1f} s")
+        w(f"| {m['problem']} | " + " | ".join(cells) + " |")
+    w("")
+    for line in replay.get("summary", []):
+        w(f"- {line}")
+    w("")
+
+
+def _gaps(w, ms: list[dict]) -> None:
+    w("## Gaps this report shows")
+    w("")
+    w("Derived from the tables above; the general model (resources and performance for every kernel) is where "
+      "they are fixed.")
+    w("")
+    lost = [m for m in ms if m["lost_2_config"]]
+    if lost:
+        w("- **Useful configs rejected at the config stage** (within 2% of the best): " + ", ".join(
+            f"{m['problem']} ({m['lost_2_config']} of {m['within_2']}, regret {_pct(m['regret_config'])})"
+            for m in lost) + ".")
+    missed = [m for m in ms if m["doomed"] > m["doomed_caught_config"]]
+    if missed:
+        w("- **Doomed configs the config stage lets through**: " + ", ".join(
+            f"{m['problem']} ({m['doomed'] - m['doomed_caught_config']} of {m['doomed']})" for m in missed) + ".")
+    spill = [m for m in ms if m["spilling"] > m["spilling_rejected_config"]]
+    if spill:
+        w(f"- **Spilling configs not seen at the config stage**: {sum(m['spilling'] - m['spilling_rejected_config'] for m in spill)}"
+          f" configs in {len(spill)} problems (the resource model predicts registers only for `tl.dot` "
+          "accumulators).")
+    unranked = [m for m in ms if not m.get("perf_model_ranked")]
+    if unranked:
+        w(f"- **No perf-model ranking** for {len(unranked)} problems: "
+          + ", ".join(sorted({m['family'] for m in unranked})) + ".")
+    weak = [m for m in ms if m.get("perf_model_ranked") and not m.get("perf_top5_within_2")]
+    if weak:
+        w("- **Perf model's top 5 miss the 2% band**: " + ", ".join(
+            f"{m['problem']} (first pick {_pct(m.get('perf_top1_vs_best'))} off)" for m in weak) + ".")
+    slower = [m for m in ms if m.get("speedup_vs_baseline") is not None and m["speedup_vs_baseline"] < 1]
+    if slower:
+        w("- **Best config slower than the baseline**: " + ", ".join(
+            f"{m['problem']} ({m['speedup_vs_baseline']:.2f}×)" for m in slower) + ".")
+    w("")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with docs/suite.md instead of writing it")
+    parser.add_argument("--json", help="also write every metric to this file")
+    args = parser.parse_args(argv)
+    loaded = load()
+    ms = all_metrics(loaded)
+    text = render(loaded, ms)
+    if args.json:
+        Path(args.json).write_text(json.dumps(ms, indent=1) + "\n")
+    if args.check:
+        if not DOC.exists() or DOC.read_text() != text:
+            print(f"{DOC.relative_to(REPO)} is not what the results give: run python benchmarks/suite_report.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    DOC.write_text(text)
+    print(f"wrote {DOC.relative_to(REPO)} ({len(ms)} problems)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
