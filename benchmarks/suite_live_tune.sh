@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Live `kernelrules tune` runs on suite problems, to set against the replay (docs/suite.md).
+#
+#   bash benchmarks/suite_live_tune.sh SECONDS FAMILY/SHAPE=TARGET_MS ...   (GPU machine, after suite_device.sh)
+#
+# Each run: benchmarks/h200_tune.py --methods kernelrules with a time budget, its target
+# the sweep's best time; the run's JSON goes to $OUT/live-<family>__<shape>.json.
+set -u
+seconds=$1; shift
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+for item in "$@"; do
+  problem=${item%%=*}; target=${item#*=}
+  name=${problem/\//__}
+  python3 benchmarks/h200_tune.py --out "/tmp/live/$name" --space "benchmarks/suite/$problem.tune.yaml" \
+    --methods kernelrules --time-budget "$seconds" --target-ms "$target" 2>&1 | tail -6
+  cp "/tmp/live/$name/run-kernelrules-0.json" "$OUT/live-$name.json"
+done
