@@ -28,11 +28,15 @@ from suite_sweep import RESULTS, problem_name, problems  # noqa: E402
 
 
 def commit() -> str:
+    """The short commit, with ``+changes`` when kernelrules' own code differs from it."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "kernelrules", "rules", "arch_profiles", "analyzers"],
+                               cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return head + ("+changes" if dirty else "")
 
 
 def judge(path: Path, arch_name: str, jobs: int) -> dict:

@@ -49,7 +49,24 @@ def load(results: Path = RESULTS) -> dict:
     runs = read_jsonl(results / "runs.jsonl") if (results / "runs.jsonl").exists() else []
     replay_path = results / "replay.json"
     replay = json.loads(replay_path.read_text()) if replay_path.exists() else {}
-    return {"problems": problems, "runs": runs, "replay": replay}
+    live = {path.stem[len("live-"):]: json.loads(path.read_text()) for path in sorted((results / "live").glob("live-*.json"))}
+    cpu_path = results / "cpu_facts.json"
+    cpu = json.loads(cpu_path.read_text()) if cpu_path.exists() else None
+    cli_path = results / "cli_check.json"
+    cli = json.loads(cli_path.read_text()) if cli_path.exists() else None
+    return {"problems": problems, "runs": runs, "replay": replay, "live": live, "cpu": cpu, "cli": cli}
+
+
+def time_to_within(records: list[dict], target_ms: float, margin: float = 0.02) -> tuple[float | None, int]:
+    """Seconds until a live run's best-so-far came within ``margin`` of ``target_ms``, and configs timed by then."""
+    best, timed = None, 0
+    for record in sorted(records, key=lambda r: r.get("elapsed_s") or 0):
+        if record.get("status") in ("better", "slower") and record.get("ms"):
+            timed += 1
+            best = record["ms"] if best is None else min(best, record["ms"])
+            if best <= target_ms * (1 + margin):
+                return record["elapsed_s"], timed
+    return None, timed
 
 
 def good(record: dict) -> bool:
@@ -114,7 +131,7 @@ def metrics(name: str, data: dict, copy_tb_s: float | None, replay: dict | None 
     m["registers_equal"] = sum(r["launch"]["n_regs"] == f.get("registers") for r, f in zip(launched, facts))
     m["spills_equal"] = sum(4 * r["launch"]["n_spills"] == f.get("spill_bytes") for r, f in zip(launched, facts))
     m["jit_cache_hits"] = sum(r["launch"].get("triton_cache_hit") is True for r in configs)
-    m["launches"] = sum(r["launch"].get("status") not in ("skipped",) for r in configs)
+    m["launches"] = sum(r["launch"].get("status") == "ok" for r in configs)
     # doomed configs
     dead = [r for r in configs if doomed(r)]
     m["doomed"] = len(dead)
@@ -243,26 +260,69 @@ def render(loaded: dict, ms: list[dict]) -> str:
       "rules on the compiled facts, recorded by the sweep; a config the config stage rejects is never compiled, "
       "so *rejected at the compiled stage* means rejected by either).")
     w("")
-    _summary(w, ms)
+    _summary(w, ms, loaded.get("cpu"), loaded.get("cli"))
     _family_table(w, ms, families)
     _facts_table(w, ms)
     _pruning_table(w, ms)
     _model_table(w, ms)
     _winner_table(w, ms)
     _replay_section(w, ms, loaded["replay"])
-    _gaps(w, ms)
+    _live_section(w, ms, loaded.get("live", {}))
+    _gaps(w, ms, loaded.get("live", {}))
+    _reproduce(w)
     return "\n".join(out) + "\n"
 
 
-def _summary(w, ms: list[dict]) -> None:
+def _reproduce(w) -> None:
+    w("## Reproducing and extending")
+    w("")
+    w("On the GPU machine, from the repository root (the sweep is resumable: configs already in "
+      "`benchmarks/results/suite/` are skipped, so it spans device sessions; `.whl` holds the wheels the machine "
+      "lacks: lark, jsonschema and its needs, and for live tune runs optuna and its needs):")
+    w("")
+    w("```bash")
+    w("bash benchmarks/suite_device.sh 540 [FAMILY,...]            # sweep until a deadline; writes $OUT/suite-work.tgz")
+    w("bash benchmarks/suite_live_tune.sh 45 rmsnorm/large=0.1335  # optional: live tune runs against a target")
+    w("```")
+    w("")
+    w("Then here (no GPU):")
+    w("")
+    w("```bash")
+    w("python benchmarks/suite_merge.py suite-work.tgz     # fold the run into benchmarks/results/suite/")
+    w("python benchmarks/suite_judge.py                    # kernelrules' config-stage verdicts and perf-model estimates")
+    w("python benchmarks/suite_replay.py                   # the tuners replayed on the measured costs")
+    w("python benchmarks/suite_report.py                   # this page")
+    w("TRITON_INTERPRET=1 python benchmarks/suite_smoke.py  # every family's correctness gate on the CPU")
+    w("python benchmarks/suite_cli_check.py                # lint, prune, check-config, tune --interpret on every family")
+    w("```")
+    w("")
+    w("A new family is a folder of `benchmarks/suite/` with a kernel, space files and a `smoke.yaml` "
+      "(`benchmarks/suite/README.md`).")
+
+
+def _summary(w, ms: list[dict], cpu: dict | None = None, cli: list | None = None) -> None:
     compared = _sum(ms, "facts_compared")
     w("## Summary")
     w("")
+    if cli:
+        failed = [f"{r['family']}: {r['command']}" for r in cli if not r["ok"]]
+        kinds = sorted({r["command"].split(" ")[0] for r in cli})
+        w(f"- **Every command on every kernel**: {len(cli)} runs of {', '.join(kinds)} (`tune` as `--interpret "
+          f"--trials 1`) over {len({r['family'] for r in cli})} families (`benchmarks/suite_cli_check.py`): "
+          + ("none printed a traceback or failed." if not failed else f"{len(failed)} failed: {'; '.join(failed)}."))
+    if cpu:
+        samples = cpu["samples"]
+        equal = sum(bool(e["ok"]) and all(e.get("equal", {}).values()) for e in samples)
+        problems = len({e["problem"] for e in samples})
+        w(f"- **CPU cross-compile**: {equal} of {len(samples)} configs sampled from {problems} problems, "
+          f"cross-compiled for {cpu['arch']} on a machine with no GPU ({cpu['machine']}, Triton {cpu['triton']}; "
+          "`benchmarks/suite_cpu_facts.py`), have the same shared memory, registers and spill bytes as the GPU "
+          "machine's compile of the same config.")
     w(f"- **Exact facts**: of {compared} launches whose kernel reported its resources, the compiled facts "
       f"kernelrules read equal the launched kernel's in shared memory {_sum(ms, 'shared_equal')}, registers "
       f"{_sum(ms, 'registers_equal')} and spill bytes {_sum(ms, 'spills_equal')} times; "
-      f"{_sum(ms, 'jit_cache_hits')} of {_sum(ms, 'launches')} launches hit the Triton cache that kernelrules' "
-      "compiles filled (the launched binary is the one kernelrules analysed).")
+      f"{_sum(ms, 'jit_cache_hits')} of {_sum(ms, 'launches')} successful launches hit the Triton cache that "
+      "kernelrules' compiles filled (the launched binary is the one kernelrules analysed).")
     doomed = _sum(ms, "doomed")
     w(f"- **Doomed configs**: {doomed} configs cannot serve (launch failures, compile failures or timeouts, wrong "
       f"results); the config stage rejects {_sum(ms, 'doomed_caught_config')} of them before any compile, the "
@@ -273,8 +333,8 @@ def _summary(w, ms: list[dict]) -> None:
       f"config stage rejects {lost} and the compiled stage {_sum(ms, 'lost_2_compiled')}; in {len(regret)} of "
       f"{len(ms)} problems the best config the config stage keeps is more than 2% slower than the best.")
     ranked = [m for m in ms if m.get("perf_model_ranked")]
-    w(f"- **Perf model**: it ranks the configs of {len(ranked)} of {len(ms)} problems (the others have no `tl.dot` "
-      f"it can read); its first pick is within 2% of the best in "
+    w(f"- **Perf model**: it ranks the configs of {len(ranked)} of {len(ms)} problems (it models a matmul-like `tl.dot` "
+      f"loop; the others it cannot read); its first pick is within 2% of the best in "
       f"{sum(bool(m.get('perf_top1_within_2')) for m in ranked)} of them, its top 5 hold one in "
       f"{sum(bool(m.get('perf_top5_within_2')) for m in ranked)}.")
     spilling = _sum(ms, "spilling")
@@ -389,6 +449,10 @@ def _replay_section(w, ms: list[dict], replay: dict) -> None:
         return
     w(replay.get("method", ""))
     w("")
+    w("![Seconds to within 2% per problem and strategy](img/suite_replay.png)")
+    w("")
+    w("(`python benchmarks/plot_suite.py` draws it from the same file.)")
+    w("")
     strategies = replay.get("strategies", [])
     w("| problem | " + " | ".join(strategies) + " |")
     w("|---|" + "---|" * len(strategies))
@@ -407,7 +471,43 @@ def _replay_section(w, ms: list[dict], replay: dict) -> None:
     w("")
 
 
-def _gaps(w, ms: list[dict]) -> None:
+def live_rows(ms: list[dict], live: dict) -> list[dict]:
+    """Per live run: the time to within 2% of the sweep's best, against the replay's median."""
+    by_name = {m["problem"]: m for m in ms}
+    rows = []
+    for name, run in sorted(live.items()):
+        m = by_name.get(name)
+        if not m or not m["best_ms"]:
+            continue
+        seconds, timed = time_to_within(run["records"], m["best_ms"])
+        funnel = run["summary"].get("funnel", {})
+        rows.append({"problem": name, "seconds": seconds, "timed": timed, "budget_s": run.get("wall_s"),
+                     "replay": (m.get("replay") or {}).get("kernelrules"), "proposals": funnel.get("trials"),
+                     "duplicates": funnel.get("duplicates"), "configs_timed": funnel.get("timed")})
+    return rows
+
+
+def _live_section(w, ms: list[dict], live: dict) -> None:
+    rows = live_rows(ms, live)
+    if not rows:
+        return
+    w("## Live `kernelrules tune` runs on the H200")
+    w("")
+    w("`benchmarks/suite_live_tune.sh` (`h200_tune.py --methods kernelrules`, seed 0, a time budget, the whole "
+      "tune as shipped: compile pool, benchmark worker, final re-measurement), set against the replay's median. "
+      "*Within 2%*: when the run's best-so-far first came within 2% of the sweep's best (its own timings).")
+    w("")
+    w("| problem | within 2% after | configs timed by then | replay | configs timed in the run | proposals (duplicates) |")
+    w("|---|---|---|---|---|---|")
+    for r in rows:
+        seconds = "not reached" if r["seconds"] is None else f"{r['seconds']:.1f} s"
+        replay = "not reached" if r["replay"] is None else f"{r['replay']:.1f} s"
+        w(f"| {r['problem']} | {seconds} | {r['timed']} | {replay} | {r['configs_timed']} | "
+          f"{r['proposals']} ({r['duplicates']}) |")
+    w("")
+
+
+def _gaps(w, ms: list[dict], live: dict | None = None) -> None:
     w("## Gaps this report shows")
     w("")
     w("Derived from the tables above; the general model (resources and performance for every kernel) is where "
@@ -435,6 +535,10 @@ def _gaps(w, ms: list[dict]) -> None:
     if weak:
         w("- **Perf model's top 5 miss the 2% band**: " + ", ".join(
             f"{m['problem']} (first pick {_pct(m.get('perf_top1_vs_best'))} off)" for m in weak) + ".")
+    dup = [r for r in live_rows(ms, live or {}) if r["proposals"] and r["duplicates"]]
+    if dup:
+        w("- **Duplicate proposals in live `tune` runs**: " + ", ".join(
+            f"{r['problem']} ({r['duplicates']} of {r['proposals']} proposals repeated a config)" for r in dup) + ".")
     slower = [m for m in ms if m.get("speedup_vs_baseline") is not None and m["speedup_vs_baseline"] < 1]
     if slower:
         w("- **Best config slower than the baseline**: " + ", ".join(
