@@ -359,6 +359,7 @@ def lint_command(
     jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Parallel compile workers."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Time limit per compile, seconds."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Compile cache directory."),
+    src: Optional[List[Path]] = typer.Option(None, "--src", help="Directory holding the package kernels import jit helpers from (repeatable; read, never imported)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the totals (text format)."),
 ) -> None:
     """Lint Triton kernels in source files for the target architectures, without running the files."""
@@ -371,7 +372,11 @@ def lint_command(
             raise KernelrulesError("no such file or directory", path=str(path))
     settings = load_settings([str(p) for p in paths]).merge_cli(
         arch=arch, stage=stage, fail_on=fail_on, select=_codes(select), ignore=_codes(ignore), jobs=jobs,
-        compile_timeout=timeout, cache_dir=str(cache_dir) if cache_dir else None)
+        compile_timeout=timeout, cache_dir=str(cache_dir) if cache_dir else None,
+        src=[str(s.resolve()) for s in src] if src else None)
+    for directory in settings.src:
+        if not Path(directory).is_dir():
+            raise KernelrulesError("--src is not a directory", path=directory)
     if not settings.arch:
         raise KernelrulesError("no target architecture", hint="pass --arch ada,hopper or set arch in [tool.kernelrules]")
     if trace is not None:  # a broken spec or trace is a usage error for the whole run (exit 2)
@@ -386,7 +391,8 @@ def lint_command(
         load_spec_file(spec)
     options = LintOptions(archs=settings.arch, stage=settings.stage, spec_file=str(spec) if spec else None,
                           trace_file=str(trace) if trace else None, import_modules=import_modules,
-                          jobs=settings.jobs, timeout=settings.compile_timeout, cache_dir=settings.cache_dir)
+                          jobs=settings.jobs, timeout=settings.compile_timeout, cache_dir=settings.cache_dir,
+                          src=tuple(settings.src))
     with _progress(output is LintFormat.text and not quiet) as progress:
         report = Linter(options, progress=progress).run(paths)
     _filter_and_suppress(report, settings)

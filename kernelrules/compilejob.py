@@ -55,6 +55,9 @@ class CompileJob:
     timeout: float | None = None
     fixed: Mapping[str, Any] = field(default_factory=dict)
     analyze: bool = False
+    #: Extra search roots for helpers imported from the kernel's package (``--src``); the
+    #: files they resolve to are part of the kernel's source hash, so not of the cache key.
+    src: tuple[str, ...] = ()
 
     def __hash__(self) -> int:
         """Hash by value (the mapping fields make the generated hash unusable)."""
@@ -318,7 +321,7 @@ def prepare(job: CompileJob) -> tuple[Any, Any]:
     from .kernelsource import load_kernel
     from .specialize import specialize
 
-    handle = load_kernel(job.path, job.kernel)
+    handle = load_kernel(job.path, job.kernel, tuple(getattr(job, "src", ())))
     spec = specialize(handle.fn, job.signature, job.constexprs, target=job.gpu_target(), fixed=job.fixed)
     return handle, spec
 

@@ -35,6 +35,8 @@ def failed_compile_facts(result: Any, timeout: float | None) -> dict[str, Any]:
         "compile_status": "timeout" if result.error_kind == "timeout" else "error",
         "compile_message": _located(result),
         "compile_seconds": round(float(result.compile_seconds or 0.0), 3),
+        # spec_error: kernelrules could not build the kernel (lint: needs-spec, not CMP001)
+        "compile_error_kind": result.error_kind,
     }
     if timeout is not None:
         facts["compile_timeout"] = timeout

@@ -42,12 +42,16 @@ def _rules_fingerprint(engine: Any) -> str:
 
 
 def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple], fixed: Sequence[str],
-                  archs: Sequence[Any], stage: str, engine: Any) -> str | None:
-    """The cache key of one kernel's lint judgement; None when the source cannot be hashed."""
+                  archs: Sequence[Any], stage: str, engine: Any, src: Sequence[str] = ()) -> str | None:
+    """The cache key of one kernel's lint judgement; None when the source cannot be hashed.
+
+    ``src`` (``--src``) decides where helpers imported from the package are found; the
+    files found are in the source hash.
+    """
     from .kernelsource import kernel_source_hash
 
     try:
-        source = kernel_source_hash(kernel.path, kernel.name)
+        source = kernel_source_hash(kernel.path, kernel.name, tuple(src))
     except Exception:  # noqa: BLE001 - then simply do not cache
         return None
     payload = {

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import KernelSourceError, KernelSyntaxError
+from .pkgsource import module_statements
 
 #: Module names whose imports are kept (the name itself or any submodule).
 KEPT_IMPORT_ROOTS = ("triton", "math")
@@ -72,6 +73,10 @@ class KernelHandle:
     #: (helpers imported from other modules, non-literal globals). Compiling will
     #: fail on them; discovery reports them instead of guessing.
     unresolved_globals: tuple[str, ...] = field(default=())
+    #: One line per unresolved name: why, and the fix (``--src``, ``--import``, a spec).
+    unresolved_reasons: tuple[str, ...] = field(default=())
+    #: Choices made while reading the package (an environment branch taken by default).
+    notes: tuple[str, ...] = field(default=())
 
 
 @dataclass
@@ -85,6 +90,8 @@ class _Reduced:
     functions: dict[str, ast.FunctionDef]
     plain_functions: dict[str, ast.FunctionDef]
     import_aliases: set[str]
+    #: Module-level statements as a default import runs them (environment branches decided).
+    statements: list[ast.stmt] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -249,10 +256,12 @@ def reduce_module(source: str, path: Path) -> _Reduced:
     constants: dict[str, ast.stmt] = {}
     functions: dict[str, ast.FunctionDef] = {}
     plain: dict[str, ast.FunctionDef] = {}
-    for node in tree.body:
+    top = {id(node) for node in tree.body}
+    statements = list(module_statements(tree.body))
+    for node in statements:
         kept_import = _filter_import(node)
         if kept_import is not None:
-            imports.append(kept_import)
+            imports.append(kept_import if id(node) in top else _tolerant(kept_import))
             aliases.update(_bound_names(kept_import))
             continue
         target = _assignment_target(node)
@@ -265,7 +274,13 @@ def reduce_module(source: str, path: Path) -> _Reduced:
             continue
         if isinstance(node, ast.FunctionDef):
             (functions if _is_jit(node) else plain)[node.name] = node
-    return _Reduced(source, tree, imports, constants, functions, plain, aliases)
+    return _Reduced(source, tree, imports, constants, functions, plain, aliases, statements)
+
+
+def _tolerant(node: ast.stmt) -> ast.stmt:
+    """``try: <import> except ImportError: pass`` for an import read from a ``try`` or an ``if`` body."""
+    handler = ast.ExceptHandler(type=ast.Name(id="ImportError", ctx=ast.Load()), name=None, body=[ast.Pass()])
+    return ast.copy_location(ast.Try(body=[node], handlers=[handler], orelse=[], finalbody=[]), node)
 
 
 # --------------------------------------------------------------------------- hashing
@@ -327,7 +342,7 @@ def _segment(source: str, node: ast.AST) -> str:
 
 
 def _hash_reduced(reduced: _Reduced, name: str) -> tuple[str, tuple[str, ...]]:
-    """sha256 over the kernel, its transitive jit callees and the constants they read."""
+    """sha256 over the kernel, its transitive jit callees and the constants they read (this file only)."""
     funcs, consts, unresolved = _dependencies(reduced, name)
     digest = hashlib.sha256()
     for label, items in (("fn", [funcs[0], *sorted(funcs[1:])]), ("const", consts)):
@@ -337,6 +352,17 @@ def _hash_reduced(reduced: _Reduced, name: str) -> tuple[str, tuple[str, ...]]:
             digest.update(f"\0{label}:{item}@{node.lineno}\0".encode())
             digest.update(_segment(reduced.source, node).encode())
     return digest.hexdigest(), tuple(unresolved)
+
+
+def _package_hash(path: Path, reduced: _Reduced, name: str, src: tuple[str, ...]) -> tuple[str, Any]:
+    """The source hash following helpers into other files of the package, and the dependencies found.
+
+    A kernel with no name from another file hashes exactly as :func:`_hash_reduced` does.
+    """
+    from .kerneldeps import kernel_dependencies, source_hash
+
+    deps = kernel_dependencies(path, name, src)
+    return source_hash(deps), deps
 
 
 def _find_kernel(reduced: _Reduced, path: Path, name: str) -> ast.FunctionDef:
@@ -358,12 +384,15 @@ def _is_kernel_jit(node: ast.FunctionDef) -> bool:
     return any(_decorator_name(d) in JIT_DECORATORS for d in node.decorator_list)
 
 
-def kernel_source_hash(path: str | os.PathLike[str], name: str) -> str:
-    """The :attr:`KernelHandle.source_hash` of kernel ``name`` in ``path``, without importing Triton."""
+def kernel_source_hash(path: str | os.PathLike[str], name: str, src: tuple[str, ...] = ()) -> str:
+    """The :attr:`KernelHandle.source_hash` of kernel ``name`` in ``path``, without importing Triton.
+
+    ``src`` adds search roots for absolute imports (``--src``).
+    """
     path = Path(path).resolve()
     reduced = reduce_module(_read_source(path), path)
     _find_kernel(reduced, path, name)
-    return _hash_reduced(reduced, name)[0]
+    return _package_hash(path, reduced, name, tuple(src))[0]
 
 
 def list_kernels(path: str | os.PathLike[str]) -> list[str]:
@@ -382,11 +411,13 @@ class _Loaded:
     module: types.ModuleType
     reduced: _Reduced
     handles: dict[str, KernelHandle] = field(default_factory=dict)
+    #: (path, sha256) of every other file whose objects were bound into ``module``.
+    deps: set[tuple[str, str]] = field(default_factory=set)
 
 
-#: Loaded files, by (resolved path, sha256 of the file's text): a file is parsed and
-#: run once per content, so repeated loads (one per compile job) cost a file read.
-_LOADED: dict[tuple[str, str], _Loaded] = {}
+#: Loaded files, by (resolved path, sha256 of the file's text, search roots): a file is
+#: parsed and run once per content, so repeated loads (one per compile job) cost a file read.
+_LOADED: dict[tuple[str, str, tuple[str, ...]], _Loaded] = {}
 
 
 def _plain_assignment(node: ast.stmt, name: str, value: ast.expr) -> ast.stmt:
@@ -396,10 +427,14 @@ def _plain_assignment(node: ast.stmt, name: str, value: ast.expr) -> ast.stmt:
     return ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)
 
 
-def _exec_reduced(reduced: _Reduced, path: Path) -> types.ModuleType:
-    """Compile the reduced module with the file's name and run it in a fresh module."""
+def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None) -> types.ModuleType:
+    """Compile the reduced module with the file's name and run it in a fresh module.
+
+    ``bind(module)``, when given, binds names imported from other files of the package
+    into the fresh module before its code runs (defaults may read them).
+    """
     body = [*reduced.imports]
-    for node in reduced.tree.body:  # keep the file's order between constants and functions
+    for node in reduced.statements:  # keep the file's order between constants and functions
         target = _assignment_target(node)
         if target is not None and reduced.constants.get(target[0]) is node:
             body.append(_plain_assignment(node, *target))
@@ -413,6 +448,8 @@ def _exec_reduced(reduced: _Reduced, path: Path) -> types.ModuleType:
     module = types.ModuleType(module_name)
     module.__file__ = str(path)
     sys.modules[module_name] = module
+    if bind is not None:
+        bind(module)
     try:
         with _compiled_jit():
             exec(code, module.__dict__)  # noqa: S102 - only imports, literals and jit defs remain
@@ -451,28 +488,118 @@ def _traceback_line(exc: BaseException, filename: str) -> int | None:
     return line
 
 
-def load_kernel(path: str | os.PathLike[str], name: str) -> KernelHandle:
+def _file_sha(path: str | Path) -> str | None:
+    """sha256 of a file's bytes, None when unreadable."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _load_file(path: Path, src: tuple[str, ...], loading: set[str]) -> _Loaded:
+    """The loaded reduced module of ``path``, names from other package files bound in (cached per content)."""
+    source = _read_source(path)
+    cache_key = (str(path), hashlib.sha256(source.encode()).hexdigest(), src)
+    loaded = _LOADED.get(cache_key)
+    if loaded is not None and all(_file_sha(p) == sha for p, sha in loaded.deps):
+        return loaded
+    reduced = reduce_module(source, path)
+    deps: set[tuple[str, str]] = set()
+    loading = loading | {str(path)}
+    module = _exec_reduced(reduced, path, bind=lambda m: _bind_imports(m, reduced, path, src, loading, deps))
+    loaded = _LOADED[cache_key] = _Loaded(module, reduced, deps=deps)
+    return loaded
+
+
+def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: tuple[str, ...],
+                  loading: set[str], deps: set[tuple[str, str]]) -> None:
+    """Bind into ``module`` what its jit functions import from other files of the package.
+
+    Each name is the object the other file's own reduced module defines (its JITFunction,
+    with that file's source, lines and globals, as at launch); a module name is that
+    file's reduced module, with the submodules and re-exports its attribute reads need.
+    Names that cannot be resolved stay unbound: compiling a kernel that reads one fails
+    with Triton's "not defined" error, which lint turns into a needs-spec status.
+    """
+    from .kerneldeps import _BUILTINS
+    from .pkgsource import Target, attribute_chains, resolve, resolve_attribute, search_roots
+
+    roots = search_roots(path, src)
+    wanted: dict[str, list[ast.FunctionDef]] = {}
+    for func in reduced.functions.values():
+        for ref in _global_loads(func):
+            if ref not in reduced.functions and ref not in reduced.constants \
+                    and ref not in reduced.import_aliases and ref not in _BUILTINS:
+                wanted.setdefault(ref, []).append(func)
+
+    def load(target: Target) -> _Loaded | None:
+        if str(target.path) in loading:
+            return None  # an import cycle: the module is still being defined
+        try:
+            other = _load_file(target.path, src, loading)
+        except KernelSourceError:
+            return None
+        deps.add((str(target.path), _file_sha(target.path) or ""))
+        deps.update(other.deps)
+        return other
+
+    def value(target: Target) -> Any:
+        other = load(target)
+        if other is None:
+            return None
+        return other.module if target.name is None else getattr(other.module, target.name, None)
+
+    for ref, funcs in sorted(wanted.items()):
+        target = resolve(path, ref, roots)
+        if not isinstance(target, Target):
+            continue
+        obj = value(target)
+        if obj is None:
+            continue
+        module.__dict__[ref] = obj
+        if target.name is not None:
+            continue
+        for chain in {tuple(c) for f in funcs for c in attribute_chains(f, ref)}:
+            holder, where = obj, target
+            for attr in chain:
+                if not isinstance(holder, types.ModuleType):
+                    break
+                found = resolve_attribute(where.path, attr, roots)
+                if not isinstance(found, Target):
+                    break
+                inner = getattr(holder, attr, None) if hasattr(holder, attr) else value(found)
+                if inner is None:
+                    break
+                setattr(holder, attr, inner)
+                holder, where = inner, found
+
+
+def load_kernel(path: str | os.PathLike[str], name: str, src: tuple[str, ...] = ()) -> KernelHandle:
     """Load jit kernel ``name`` from ``path`` without running the rest of the file.
 
     The reduced module is loaded once per file content and reused, so a worker that
-    compiles many configs of one kernel pays for it once.
+    compiles many configs of one kernel pays for it once. Helpers and constexpr globals
+    imported from other modules of the package are read from their files the same way
+    (:mod:`kernelrules.pkgsource`); ``src`` adds search roots for absolute imports.
     """
     path = Path(path).resolve()
+    src = tuple(str(s) for s in src)
     source = _read_source(path)
-    cache_key = (str(path), hashlib.sha256(source.encode()).hexdigest())
-    loaded = _LOADED.get(cache_key)
-    if loaded is not None and name in loaded.handles:
-        return loaded.handles[name]
-    reduced = loaded.reduced if loaded is not None else reduce_module(source, path)
-    node = _find_kernel(reduced, path, name)
+    cached = _LOADED.get((str(path), hashlib.sha256(source.encode()).hexdigest(), src))
+    reduced = cached.reduced if cached is not None else reduce_module(source, path)
+    node = _find_kernel(reduced, path, name)  # before running anything: a missing kernel is the first error
     if not _is_kernel_jit(node):
         raise KernelSourceError(f"{name!r} is a constexpr_function, not a kernel", path=str(path), line=node.lineno)
-    if loaded is None:
-        loaded = _LOADED[cache_key] = _Loaded(_exec_reduced(reduced, path), reduced)
-    source_hash, unresolved = _hash_reduced(reduced, name)
+    loaded = _load_file(path, src, set())
+    if name in loaded.handles:
+        return loaded.handles[name]
+    reduced = loaded.reduced
+    source_hash, deps = _package_hash(path, reduced, name, src)
     handle = KernelHandle(
         fn=getattr(loaded.module, name), path=path, name=name, line=node.lineno,
-        source_hash=source_hash, module_name=loaded.module.__name__, unresolved_globals=unresolved,
+        source_hash=source_hash, module_name=loaded.module.__name__,
+        unresolved_globals=tuple(sorted(deps.misses)),
+        unresolved_reasons=tuple(m.reason for _, m in sorted(deps.misses.items())), notes=tuple(deps.notes),
     )
     loaded.handles[name] = handle
     return handle

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .arch import load_arch
 from .cache import ResultCache
-from .config import KernelConfig, is_block_size_name
+from .config import KernelConfig
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
 from .findings import Finding, KernelReport, LintReport, lint_finding
@@ -48,6 +48,8 @@ class LintOptions:
     select: Sequence[str] = ()
     ignore: Sequence[str] = ()
     per_file_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: Directories holding packages kernels import jit helpers from (``--src``), read, never imported.
+    src: Sequence[str] = ()
 
 
 def _relative(path: Path) -> str:
@@ -105,22 +107,26 @@ def _explicit_spec(kernel: Any, options: LintOptions) -> tuple[Mapping[str, Any]
     return None, "spec"
 
 
-#: Guessed constexpr values, by name, when no spec, config, default or launch literal gives one.
-_FLAG_PREFIXES = ("IS_", "HAS_", "USE_", "ENABLE_", "EVEN_", "DO_", "APPLY_", "RETURN_", "SAVE_", "WITH_")
-
-
-def guess_constexpr(name: str) -> Any:
+def guess_constexpr(name: str, flag: bool = False) -> Any:
     """A labelled guess for a constexpr nobody gave: flags False, block sizes 128, other ints 16.
 
     The guesses only let the kernel be judged; findings on a guessed kernel carry the
     signature provenance ``default`` in the JSON report, and a spec replaces them.
+    ``flag``: the kernel uses it as a condition (:mod:`kernelrules.constexpr_guess`).
     """
-    upper = name.upper()
-    if upper.startswith(_FLAG_PREFIXES):
-        return False
-    if is_block_size_name(name):
-        return 128
-    return 16
+    from .constexpr_guess import guess
+
+    return guess(name, flag=flag)
+
+
+def _condition_names(kernel: Any) -> set[str]:
+    """Names the kernel's body uses as conditions (empty when its source cannot be read)."""
+    from .constexpr_guess import condition_names
+    from .discover import ParsedModule, cached_module
+
+    module = cached_module(kernel.path)
+    func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
+    return condition_names(func) if func is not None else set()
 
 
 def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: KernelConfig,
@@ -129,8 +135,11 @@ def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: Kerne
 
     Returns the values and each one's provenance (``spec``, ``call-site`` or ``default``).
     """
+    from .constexpr_guess import is_flag
+
     values: dict[str, Any] = {}
     provenance: dict[str, str] = {}
+    conditions = _condition_names(kernel)
     for param in kernel.params:
         if not param.constexpr or param.name in config.constexprs or param.has_default:
             continue
@@ -139,7 +148,8 @@ def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: Kerne
         elif param.name in call_literals:
             values[param.name], provenance[param.name] = call_literals[param.name], "call-site"
         else:
-            values[param.name], provenance[param.name] = guess_constexpr(param.name), "default"
+            flag = is_flag(param.name, param.annotation, conditions)
+            values[param.name], provenance[param.name] = guess_constexpr(param.name, flag), "default"
     return values, provenance
 
 
@@ -287,6 +297,11 @@ def _uses_dot(kernel: Any) -> bool:
                for function in functions for node in ast.walk(function))
 
 
+def _append(kernel_report: KernelReport, text: str) -> None:
+    """Add one clause to the kernel's report message."""
+    kernel_report.message = f"{kernel_report.message}; {text}" if kernel_report.message else text
+
+
 def _nothing_compiled(results: list) -> bool:
     """True when every judged config's compile failed (CMP001), i.e. the signature is wrong."""
     records = [r for _, records in results for r in records]
@@ -402,17 +417,67 @@ class Linter:
         kernel_report.signature_provenance.update(constexpr_provenance)
         guessed = {k: sites[0][0].constexprs.get(k, fixed.get(k)) for k, source in constexpr_provenance.items()
                    if source == "default"}
+        misses = self._package_dependencies(kernel, kernel_report)
+        retried: dict[str, Any] = {}
+        if guessed and self.options.stage == "compiled":
+            sites, guessed, retried = self._settle_guesses(kernel, signature.spec, sites, frozenset(fixed), guessed)
         if guessed:
-            kernel_report.message = ((kernel_report.message + "; ") if kernel_report.message else "") + ("judged with guessed constexpr values "
-                                     + ", ".join(f"{k}={v}" for k, v in guessed.items())
-                                     + f"; give the real ones in a spec ('kernelrules spec {shown}') or a trace")
-        self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed)
+            shown_guesses = ", ".join(f"{k}={v}" + (f" ({retried[k]} did not compile)" if k in retried else "")
+                                      for k, v in guessed.items())
+            _append(kernel_report, f"judged with guessed constexpr values {shown_guesses}; give the real ones in "
+                                   f"a spec ('kernelrules spec {shown}') or a trace")
+        self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed, misses)
+
+    def _package_dependencies(self, kernel: Any, kernel_report: KernelReport) -> Mapping[str, Any]:
+        """Names the kernel reads that kernelrules cannot resolve in its package (by name), and notes the
+        choices made reading it (an environment branch taken by default) in the kernel's report."""
+        from .kerneldeps import kernel_dependencies
+
+        try:
+            deps = kernel_dependencies(kernel.path, kernel.name, tuple(self.options.src))
+        except (KernelrulesError, OSError, KeyError, SyntaxError, RecursionError):
+            return {}
+        if deps.notes:
+            _append(kernel_report, "helpers read with default environment: " + "; ".join(deps.notes))
+        return deps.misses
+
+    def _settle_guesses(self, kernel: Any, spec: Mapping[str, Any], sites: list, fixed: frozenset[str],
+                        guessed: Mapping[str, Any]) -> tuple[list, dict[str, Any], dict[str, Any]]:
+        """Compile the first config on the first architecture; when it fails, retry each guessed
+        constexpr with its next plausible value (another type first) and keep the first that compiles.
+
+        Returns the sites, the guessed values and, for a value that was changed, the guess it replaced.
+        """
+        from .constexpr_guess import alternatives
+        from .lint_limits import undefined_name
+
+        first = self._probe(kernel, spec, sites[0][0], fixed)
+        if first is None or first.ok or undefined_name(first.message) or first.error_kind != "compile_error":
+            return sites, dict(guessed), {}
+        for name, value in guessed.items():
+            for alt in alternatives(value):
+                result = self._probe(kernel, spec, sites[0][0].replace({name: alt}), fixed)
+                if result is not None and result.ok:
+                    changed = [(c.replace({name: alt}), line, col) for c, line, col in sites]
+                    return changed, {**guessed, name: alt}, {name: value}
+        return sites, dict(guessed), {}
+
+    def _probe(self, kernel: Any, spec: Mapping[str, Any], config: KernelConfig, fixed: frozenset[str]) -> Any:
+        """The compile result of one config on the first architecture (through the shared, cached pool)."""
+        target = KernelTarget(Path(kernel.path), kernel.name, spec, {"name": kernel.name}, fixed,
+                              src=tuple(self.options.src))
+        job = target.job(config, self.archs[0], self.options.timeout)
+        for _job, result in self.pool.run([job]):
+            return result
+        return None
 
     def _judge(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport, report: LintReport,
-               fixed: frozenset[str] = frozenset(), guessed: Mapping[str, Any] | None = None) -> None:
+               fixed: frozenset[str] = frozenset(), guessed: Mapping[str, Any] | None = None,
+               misses: Mapping[str, Any] | None = None) -> None:
         from .judgement_cache import JudgementCache, judgement_key
 
-        key = judgement_key(kernel, signature.spec, sites, fixed, self.archs, self.options.stage, self.engine)
+        key = judgement_key(kernel, signature.spec, sites, fixed, self.archs, self.options.stage, self.engine,
+                            src=tuple(self.options.src))
         cache = JudgementCache(self.cache.directory)
         cached = cache.get(key) if key else None
         if cached is not None:
@@ -423,12 +488,13 @@ class Linter:
             report.findings.extend(findings)
             return
         start = len(report.findings)
-        self._judge_fresh(kernel, signature, sites, kernel_report, report, fixed, guessed)
+        self._judge_fresh(kernel, signature, sites, kernel_report, report, fixed, guessed, misses or {})
         if key and kernel_report.status == "analyzed":
             cache.put(key, kernel_report.records, report.findings[start:])
 
     def _judge_fresh(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport,
-                     report: LintReport, fixed: frozenset[str], guessed: Mapping[str, Any] | None) -> None:
+                     report: LintReport, fixed: frozenset[str], guessed: Mapping[str, Any] | None,
+                     misses: Mapping[str, Any]) -> None:
         try:
             spec, results = self._judge_with(kernel, signature.spec, sites, fixed)
             guessed_fp16 = [k for k, v in spec.items()
@@ -445,24 +511,50 @@ class Linter:
             kernel_report.status, kernel_report.message = "error", str(exc)
             report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))
             return
+        if self._not_the_users(kernel, results, kernel_report, report, guessed, misses):
+            return
         where = {c.key(): (line, col) for c, line, col in sites}
         note = " (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items()) + ")" if guessed else ""
+        from .lint_limits import guessed_signature
+
+        signature_note = guessed_signature(spec, kernel_report.signature_provenance)
         for arch, records in results:
             for record in records:
                 kernel_report.records.append(record.to_json())
                 line, col = where.get(record.verdict.config.key(), (None, None))
                 for d in record.verdict.diagnostics:
+                    extra = f" (signature guessed: {signature_note})" if d.code == "CMP001" and signature_note else ""
                     report.findings.append(self._finding(
                         kernel, line or kernel.line, col or kernel.column + 1, d.code, d.name, d.severity,
-                        d.message + note, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
+                        d.message + note + extra, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
                         repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
+
+    def _not_the_users(self, kernel: Any, results: list, kernel_report: KernelReport, report: LintReport,
+                       guessed: Mapping[str, Any] | None, misses: Mapping[str, Any]) -> bool:
+        """Report the kernel as needs-spec when its compiles failed for a reason of kernelrules' own
+        (an unresolved name, a kernel it cannot load, guessed constexprs with which nothing compiles)."""
+        from .lint_limits import failed_facts, guessed_note, our_limit
+
+        reason = our_limit(results, misses, kernel.name)
+        if reason is None and guessed and _nothing_compiled(results):
+            first = next(iter(failed_facts(results)), {}).get("compile_message", "")
+            shown = _relative(Path(kernel.path))
+            reason = (f"cannot judge {kernel.name}: no config compiles with the guessed constexpr values "
+                      f"{guessed_note(guessed)} ({first}); give the real ones in a spec "
+                      f"('kernelrules spec {shown}') or a trace")
+        if reason is None:
+            return False
+        kernel_report.status, kernel_report.message, kernel_report.records = "needs-spec", reason, []
+        report.findings.append(self._lint_code(kernel, "LNT001", reason))
+        return True
 
     def _judge_with(self, kernel: Any, spec: Mapping[str, Any], sites: list,
                     fixed: frozenset[str]) -> tuple[Mapping[str, Any], list]:
         """Judge every config on every architecture with one signature: [(arch, records)]."""
         configs = [c for c, _, _ in sites]
         dtypes = sorted({v[1:] for v in spec.values() if isinstance(v, str) and v.startswith("*")})
-        target = KernelTarget(Path(kernel.path), kernel.name, spec, {"name": kernel.name, "dtypes": dtypes}, fixed)
+        target = KernelTarget(Path(kernel.path), kernel.name, spec, {"name": kernel.name, "dtypes": dtypes}, fixed,
+                              src=tuple(self.options.src))
         pruner = Pruner(target, engine=self.engine, timeout=self.options.timeout, progress=self.progress,
                         pool=self.pool)
         try:

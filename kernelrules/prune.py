@@ -92,6 +92,7 @@ class KernelTarget:
     signature: Mapping[str, Any]
     kernel_info: Mapping[str, Any]
     fixed: frozenset[str] = frozenset()  # constexprs the problem fixes: repairs leave them alone
+    src: tuple[str, ...] = ()  # extra search roots for helpers imported from the package (--src)
 
     def job(self, config: KernelConfig, arch: Any, timeout: float | None) -> CompileJob:
         """The compile job of one config on one architecture."""
@@ -102,7 +103,7 @@ class KernelTarget:
             options.update(config.backend_options)
         return CompileJob(path=str(Path(self.path).resolve()), kernel=self.name, signature=dict(self.signature),
                           constexprs=dict(config.constexprs), options=options, target=tuple(target), timeout=timeout,
-                          analyze=True)
+                          analyze=True, src=tuple(self.src))
 
 
 class Pruner:

@@ -41,6 +41,8 @@ class Settings:
     cache_dir: str | None = None
     stage: str = "compiled"
     jobs: int | None = None
+    #: Directories holding the packages that linted kernels import helpers from (as ruff's ``src``).
+    src: list[str] = field(default_factory=list)
     #: The pyproject.toml the settings came from, if any.
     source: Path | None = None
 
@@ -139,6 +141,15 @@ def _text(value: Any, key: str) -> str:
     return str(value)
 
 
+def _dir_list(value: Any, key: str) -> list[str]:
+    """Directories: a list of strings, or one string (resolved against the pyproject's directory)."""
+    if isinstance(value, (str, Path)):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, Path)) and str(v) for v in value):
+        raise ValueError(f"{key} must be a list of directories")
+    return [str(v) for v in value]
+
+
 def _glob_table(value: Any, key: str) -> dict[str, list[str]]:
     """``{glob: [codes]}``."""
     if not isinstance(value, Mapping):
@@ -157,6 +168,7 @@ _CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "cache_dir": _text,
     "stage": _choice(STAGES),
     "jobs": _positive_int,
+    "src": _dir_list,
 }
 
 #: The keys of ``[tool.kernelrules]``, as spelled in the file.
@@ -215,6 +227,8 @@ def parse_table(table: Mapping[str, Any], path: Path, text: str = "") -> Setting
             raise KernelrulesError(str(exc), path=str(path), line=key_line(text, key)) from None
     if "cache_dir" in values:
         values["cache_dir"] = str((path.parent / values["cache_dir"]).resolve())
+    if "src" in values:
+        values["src"] = [str((path.parent / s).resolve()) for s in values["src"]]
     return Settings(**values, source=path)
 
 
