@@ -10,7 +10,10 @@ and the mma.sync fallbacks, ``num_stages`` for Hopper's wgmma and Blackwell's tc
 which also allocates two 8-byte mbarriers). Then, per config, in microseconds:
 
 - ``shared_bytes``: the pipeline and staging buffers (a lower bound, exact whenever
-  the buffers outweigh the epilogue scratch);
+  the buffers outweigh the epilogue scratch), as Triton's allocator places them: buffers
+  whose live ranges do not overlap (two loops one after the other) share space, so the
+  allocation is the largest set of buffers live at one point
+  (:mod:`kernelrules.shared_liveness`), not their sum;
 - ``shared_bytes_max``: an upper bound that also covers the epilogue's layout
   conversion of the accumulator (``M x N x 4`` bytes at most);
 - ``accumulator_registers_per_thread``: fp32 accumulators per thread of the largest dot
@@ -32,6 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .analyzers.irgraph import IrGraph
 from .config import KernelConfig
+from .shared_liveness import live_sets
 from .tensor_memory import tmem_allocation_size, tmem_chunk
 
 #: The number of pipeline stages the probes are compiled with (>= 3, so the offset is visible).
@@ -143,6 +147,12 @@ class ResourceModel:
     tcgen05_m_multiple: int = 64
     tcgen05_num_warps: tuple[int, ...] = (4, 8)
     barriers: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (mbarriers, bytes each)
+    # path -> barrier arrays with one mbarrier per pipeline stage (Hopper's TMA pipelines), beyond ``barriers``
+    staged_barriers: dict[str, int] = field(default_factory=dict)
+    # path -> the sets of allocations (indices into the path's terms) live at one point, pipelined and
+    # without pipelining (num_stages <= 1); absent or empty: every allocation is live at once
+    live: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    live_unpipelined: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     def mma_path(self, values: Mapping[str, Any], num_warps: int, nonkdim: int | None = None) -> str:
         """The tensor-core path Triton will take for this config (``nonkdim``: AMD's forced MFMA size)."""
@@ -200,6 +210,20 @@ class ResourceModel:
             for t in terms
         )
 
+    def live_sets(self, path: str, num_stages: int) -> tuple[tuple[int, ...], ...]:
+        """The sets of the path's allocations live at one point (an unprobed path borrows another's)."""
+        if path not in self.paths and self.paths:
+            path = next(iter(self.paths))
+        table = self.live_unpipelined if num_stages <= 1 else self.live
+        return table.get(path, ())
+
+    def buffers_bytes(self, path: str, values: Mapping[str, Any], num_stages: int) -> tuple[int, int]:
+        """(allocated, sum) bytes of the path's buffers: the largest live set, and all of them."""
+        sizes = [t.bytes(values, num_stages) for t in self.allocations(path)]
+        sets = [s for s in self.live_sets(path, num_stages) if all(i < len(sizes) for i in s)]
+        total = sum(sizes)
+        return (max(sum(sizes[i] for i in s) for s in sets) if sets else total), total
+
     def predict(self, config: KernelConfig, defaults: Mapping[str, int] | None = None) -> dict[str, Any]:
         """Predicted facts for one config (plain values, ready for rules as ``facts.*``)."""
         defaults = defaults or {"num_warps": 4, "num_stages": self.default_num_stages}
@@ -221,10 +245,12 @@ class ResourceModel:
                          if not (num_stages <= 1 or self._small_load(t, values, num_warps))]
                 shared, ceiling = sum(early) + min(late, default=0), sum(early) + sum(late)
             else:
-                shared = ceiling = sum(t.bytes(values, num_stages) for t in terms)
+                shared, ceiling = self.buffers_bytes(layout_path, values, num_stages)
             if path in self.barriers:  # Blackwell's mbarriers: one without pipelining, else the probes' count
-                count, each = self.barriers[path]
-                shared += min(count, max(1, num_stages)) * each
+                count, each = self.barriers[path]  # plus Hopper's TMA barriers: one per stage
+                barriers = (min(count, max(1, num_stages)) + self.staged_barriers.get(path, 0) * max(1, num_stages)) * each
+                shared += barriers
+                ceiling += barriers
             scratch = max((d.m.value(values) * d.n.value(values) * 4 for d in self.dots), default=0)
             facts: dict[str, Any] = {
                 "predicted": True,
@@ -256,15 +282,27 @@ class ResourceModel:
 
     def describe(self) -> dict[str, Any]:
         """The learned formulas, for reports and docs."""
-        return {
+        def barriers(path: str) -> list[str]:
+            if path not in self.barriers:
+                return []
+            count, each = self.barriers[path]
+            staged = self.staged_barriers.get(path, 0)
+            return ([f"min({count}, num_stages) x {each} B (mbarriers)"] if count else []) + (
+                [f"{staged} x max(1, num_stages) x {each} B (mbarriers)"] if staged else [])
+
+        described: dict[str, Any] = {
             "arch": self.arch,
             "dots": [f"{d.m} x {d.n} x {d.k} ({d.a_dtype}, {d.lowering})" for d in self.dots],
-            "shared": {path: [t.describe() for t in terms]
-                       + ([f"min({self.barriers[path][0]}, num_stages) x {self.barriers[path][1]} B (mbarriers)"]
-                          if path in self.barriers else [])
-                       for path, terms in self.paths.items()},
+            "shared": {path: [t.describe() for t in terms] + barriers(path) for path, terms in self.paths.items()},
             "probes": self.probes,
         }
+        reused = {path: {"pipelined": [list(s) for s in self.live.get(path, ())],
+                         "num_stages <= 1": [list(s) for s in self.live_unpipelined.get(path, ())]}
+                  for path, terms in self.paths.items()
+                  if self.live.get(path) and self.live[path] != (tuple(range(len(terms))),)}
+        if reused:  # the shared memory is the largest of these sums (indices into "shared"), not the sum of all
+            described["live_sets"] = reused
+        return described
 
 
 @lru_cache(maxsize=64)
@@ -290,6 +328,9 @@ class Probe:
     dots: list[tuple[tuple[int, int, int], str | None, int, str]]  # (m, n, k), a dtype, acc bits, lowering
     allocs: list[tuple[tuple[int, ...], int, int]]  # (buffer shape, element bits, number of buffers)
     barriers: tuple[int, int] | None = None  # (mbarriers, bytes each) of the 64-bit barrier allocations
+    staged_barriers: int = 0  # barrier arrays among them with one mbarrier per pipeline stage
+    live: tuple[tuple[int, ...], ...] = ()  # sets of allocs (indices) live at one point; () when unknown
+    live_unpipelined: tuple[tuple[int, ...], ...] = ()  # the same without pipelining (num_stages <= 1)
 
 
 def _path(dots: list, ops: set[str]) -> str:
@@ -306,6 +347,12 @@ def _barriers(found: list[tuple[int, int]]) -> tuple[int, int] | None:
     if not found:
         return None
     return sum(count for count, _ in found), max(each for _, each in found)
+
+
+def _staged_barriers(config: KernelConfig, counts: Sequence[int]) -> int:
+    """How many barrier arrays hold one mbarrier per pipeline stage (Hopper's TMA loads)."""
+    stages = config.num_stages or 0
+    return sum(1 for count in counts if stages > 1 and count == stages)
 
 
 def read_probe(config: KernelConfig, ttgir: str) -> Probe:
@@ -328,13 +375,12 @@ def read_probe(config: KernelConfig, ttgir: str) -> Probe:
             acc_bits = 16
         dots.append(((m, n, k), dot.a.dtype if dot.a else None, acc_bits, "fma" if dot.lowering == "fma" else "mma"))
     buffers = graph.shared_layouts()
-    allocs = [
-        (tuple(b.buffer_shape), b.element_bits or 0, b.num_buffers)
-        for b in buffers
-        if not b.is_barrier and b.element_bits
-    ]
+    kept = [b for b in buffers if not b.is_barrier and b.element_bits]
+    allocs = [(tuple(b.buffer_shape), b.element_bits or 0, b.num_buffers) for b in kept]
     barriers = _barriers([(b.num_buffers, (b.bytes or 0) // b.num_buffers) for b in buffers if b.is_barrier])
-    return Probe(config, _path(dots, ops), dots, allocs, barriers)
+    staged = _staged_barriers(config, [b.num_buffers for b in buffers if b.is_barrier])
+    live, live_unpipelined = live_sets(graph, kept)
+    return Probe(config, _path(dots, ops), dots, allocs, barriers, staged, live, live_unpipelined)
 
 
 _BITS = {"f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "f64": 64, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
@@ -342,8 +388,13 @@ _BITS = {"f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "f64": 64, "i8": 8, "i16"
 
 def probe_from_facts(config: KernelConfig, facts: Mapping[str, Any]) -> Probe | None:
     """The same as :func:`read_probe`, from the facts the compile worker already extracted
-    (its ``dots`` and ``shared_layouts``), without parsing the TTGIR again; None if absent."""
+    (its ``dots`` and ``shared_layouts``), without parsing the TTGIR again; None if absent,
+    and None when the compile allocated less than its buffers' sum (Triton reused the space
+    of buffers not live at once, which only the TTGIR's live ranges tell: read it instead)."""
     if "dots" not in facts or "shared_layouts" not in facts:
+        return None
+    allocated = facts.get("shared_bytes")
+    if allocated is not None and sum(int(b.get("bytes") or 0) for b in facts["shared_layouts"]) > int(allocated):
         return None
     dots, ops, seen = [], set(), set()
     for dot in facts["dots"]:
@@ -369,7 +420,8 @@ def probe_from_facts(config: KernelConfig, facts: Mapping[str, Any]) -> Probe | 
         if not bits:
             continue
         allocs.append((tuple(buffer["buffer_shape"]), bits, int(buffer.get("num_buffers", 1))))
-    return Probe(config, _path(dots, ops), dots, allocs, _barriers(barriers))
+    staged = _staged_barriers(config, [count for count, _ in barriers])
+    return Probe(config, _path(dots, ops), dots, allocs, _barriers(barriers), staged)
 
 
 def _attribute(values_per_probe: Sequence[int], probes: Sequence[Probe], names: Sequence[str]) -> Dim:
@@ -444,8 +496,17 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
     for probe in probes:
         by_path.setdefault(probe.path, []).append(probe)
     paths = {path: _learn_allocs(group, names) for path, group in by_path.items()}
-    barriers = {path: max(p.barriers for p in group if p.barriers)
-                for path, group in by_path.items() if any(p.barriers for p in group)}
+    barriers, staged_barriers = {}, {}
+    for path, group in by_path.items():
+        with_barriers = [p for p in group if p.barriers]
+        if with_barriers:  # the per-stage arrays apart, the rest as counted
+            probe = max(with_barriers, key=lambda p: p.barriers)
+            count, each = probe.barriers
+            barriers[path] = (count - probe.staged_barriers * (probe.config.num_stages or 0), each)
+            if probe.staged_barriers:
+                staged_barriers[path] = probe.staged_barriers
+    live = {path: _learn_live(group, "live") for path, group in by_path.items()}
+    live_unpipelined = {path: _learn_live(group, "live_unpipelined") for path, group in by_path.items()}
     features = arch.namespace()
     return ResourceModel(
         arch=arch.name,
@@ -462,7 +523,22 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
         tcgen05_m_multiple=int(features.get("tcgen05_m_multiple", 64) or 64),
         tcgen05_num_warps=tuple(features.get("tcgen05_num_warps") or (4, 8)),
         barriers=barriers,
+        staged_barriers=staged_barriers,
+        live={path: sets for path, sets in live.items() if sets},
+        live_unpipelined={path: sets for path, sets in live_unpipelined.items() if sets},
     )
+
+
+def _learn_live(probes: Sequence[Probe], name: str) -> tuple[tuple[int, ...], ...]:
+    """The live sets of a path: every probe's (a set one probe shows may exist in any config),
+    none (all allocations live at once) when a probe does not know its own."""
+    sets: set[tuple[int, ...]] = set()
+    for probe in probes:
+        found = getattr(probe, name)
+        if not found:
+            return ()
+        sets.update(found)
+    return tuple(sorted(s for s in sets if not any(set(s) < set(t) for t in sets)))
 
 
 def choose_probes(configs: Iterable[KernelConfig], count: int = 2) -> list[KernelConfig]:
@@ -483,8 +559,13 @@ def choose_probes(configs: Iterable[KernelConfig], count: int = 2) -> list[Kerne
     chosen: list[KernelConfig] = []
 
     def distinct(c: KernelConfig) -> bool:
-        values = list(c.namespace()["blocks"].values())
-        return len(set(values)) == len(values)
+        # block sizes unlike each other and unlike the other integer constexprs (attention's
+        # HEAD_DIM): a probe alone on its MMA path must tell every dimension apart by itself
+        blocks = c.namespace()["blocks"]
+        values = list(blocks.values())
+        others = {v for k, v in c.constexprs.items()
+                  if k not in blocks and isinstance(v, int) and not isinstance(v, bool)}
+        return len(set(values)) == len(values) and not others & set(values)
 
     def differs(c: KernelConfig) -> bool:
         blocks = c.namespace()["blocks"]
