@@ -260,6 +260,9 @@ def prune_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary."),
 ) -> None:
     """Judge every config of a search space; exit 1 if any config is rejected."""
+    from .settings import positive_seconds
+
+    timeout = positive_seconds(timeout, "--timeout")
     from .arch import load_arch
     from .cache import ResultCache
     from .prune import prune_space

@@ -7,6 +7,7 @@ commands and the tuner's each stay a readable size. Same conventions: one-line e
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Optional
@@ -35,8 +36,8 @@ def _seconds(text: Optional[str]) -> Optional[float]:
         value = float(number) * (scale or 1.0)
     except ValueError:
         raise KernelrulesError(f"cannot read the duration {text!r}", hint="e.g. 600, 600s, 10m or 1.5h") from None
-    if value <= 0:
-        raise KernelrulesError(f"the duration {text!r} must be positive")
+    if not math.isfinite(value) or value <= 0:
+        raise KernelrulesError(f"the duration {text!r} must be positive and finite")
     return value
 
 
@@ -85,6 +86,10 @@ def tune_command(
             typer.echo(trial_line(record))
         sys.stdout.flush()  # a record per line as it happens, for whoever reads the pipe
 
+    from .settings import positive_seconds
+
+    timeout = positive_seconds(timeout, "--timeout")
+    bench_timeout = positive_seconds(bench_timeout, "--bench-timeout")
     options = TuneOptions(arch=arch, trials=trials, time_budget=_seconds(time_budget), storage=storage,
                           study_dir=str(study_dir) if study_dir else None, study_name=study_name, gpus=gpu_list,
                           interpret=interpret, seed=seed, jobs=jobs, compile_timeout=timeout,

@@ -11,6 +11,7 @@ over the file (:meth:`Settings.merge_cli`).
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -120,10 +121,18 @@ def _choice(options: Sequence[str]) -> Callable[[Any, str], str]:
     return check
 
 
+def positive_seconds(value: Any, name: str) -> float:
+    """``value`` as seconds if it is a positive, finite number; else a one-line ``KernelrulesError`` naming ``name``."""
+    try:
+        return _positive_number(value, name)
+    except ValueError as exc:
+        raise KernelrulesError(str(exc)) from None
+
+
 def _positive_number(value: Any, key: str) -> float:
     """A number of seconds above zero."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ValueError(f"{key} must be a positive number of seconds, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{key} must be a positive, finite number of seconds, not {value!r}")
     return float(value)
 
 

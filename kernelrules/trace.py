@@ -199,6 +199,8 @@ def load_trace(path: str | os.PathLike[str]) -> dict[tuple[str, str], list[Trace
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise TraceError(f"invalid JSON: {exc.msg}", path=str(path), line=number, column=exc.colno) from exc
+        except RecursionError:
+            raise TraceError("JSON nested too deeply", path=str(path), line=number) from None
         if not header_seen:
             _check_header(path, number, data)
             header_seen = True

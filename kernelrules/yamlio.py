@@ -18,6 +18,11 @@ from .errors import KernelrulesError
 Location = tuple[int, int]
 DocPath = tuple[Any, ...]
 
+#: Bounds on any YAML input (a 342-byte alias bomb once grew past 1.7 GB): kernelrules'
+#: files are small, so larger or deeper ones are refused with a one-line error.
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 64
+
 
 @dataclass
 class LocatedDocument:
@@ -74,9 +79,29 @@ def _scalar(node: yaml.ScalarNode) -> Any:
         loader.dispose()
 
 
+def _check_bounds(text: str, source: str, error: type[KernelrulesError]) -> None:
+    """Refuse what could make parsing unbounded: oversize text, aliases, deep nesting (one pass over the events)."""
+    if len(text) > MAX_BYTES:
+        raise error(f"the file is {len(text)} characters; kernelrules reads YAML files up to {MAX_BYTES} bytes",
+                    path=source)
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        mark = event.start_mark
+        where = {"path": source, "line": mark.line + 1 if mark else None, "column": mark.column + 1 if mark else None}
+        if isinstance(event, yaml.AliasEvent):
+            raise error(f"YAML aliases (*{event.anchor}) are not accepted: write the value out", **where)
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise error(f"nesting deeper than {MAX_DEPTH} levels", **where)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
 def load_text(text: str, source: str, error: type[KernelrulesError] = KernelrulesError) -> LocatedDocument:
-    """Parse YAML text; raise :class:`KernelrulesError` with file and line on bad syntax."""
+    """Parse YAML text; raise :class:`KernelrulesError` with file and line on bad syntax or unbounded input."""
     try:
+        _check_bounds(text, source, error)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
