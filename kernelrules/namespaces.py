@@ -27,6 +27,13 @@ FACTS: dict[str, str] = {
     "spill_stores": "bytes of spill stores reported by ptxas",
     "spill_loads": "bytes of spill loads reported by ptxas",
     "local_memory_ops": "LDL + STL instructions in the SASS",
+    "register_demand": "predicted registers per thread a kernel without dots needs (base + slope x its live tensors' "
+                       "words per thread, fitted on its probes; may exceed the limit)",
+    "register_limit": "registers a thread may use at this num_warps: min(255, 65536 / (32 x num_warps)), or maxnreg",
+    "registers_predicted": "predicted registers per thread: register_demand capped at register_limit",
+    "spill_bytes_predicted": "predicted spill bytes per thread: 4 x (register_demand - register_limit), at least 0",
+    "tile_elements_per_thread": "elements per thread of the kernel's largest live tensor (predicted)",
+    "register_model_residual": "largest error of the register fit on the kernel's own probes, registers",
     "num_warps": "warps per block the kernel was compiled for",
     # the dot
     "mma_path": "tensor-core path of the kernel's tl.dot: 'tcgen05' (sm_100), 'wgmma' (sm_90), 'mma_sync', 'mfma' (AMD) "

@@ -27,6 +27,7 @@ from .config import KernelConfig
 from .engine import Engine, Verdict, default_engine
 from .facts import compiled_facts
 from .pool import CompilePool
+from .register_model import distinct, fit as fit_registers, read_live_tensors, register_probes
 from .resource_model import (ModelError, ResourceModel, choose_probes, learn, probe_from_facts, read_probe,
                              synthetic_probes)
 from .space import Space, load_space
@@ -164,15 +165,43 @@ class Pruner:
             except ModelError as exc:
                 error = exc
                 continue
-            return self._complete_paths(model, read, candidates, arch)
+            model = self._complete_paths(model, read, candidates, arch)
+            model.registers = self._fit_registers(model, candidates, arch)
+            return model
         if error is not None:
             self.notes.append(f"{arch.name}: no resource model ({error}); shared memory is judged after compiling")
         return None
 
+    def _fit_registers(self, model: ResourceModel, candidates: Sequence[KernelConfig], arch: Any) -> Any:
+        """For a kernel without dots on NVIDIA, registers and spills from its live tensors
+        (:mod:`kernelrules.register_model`): two more probes with larger tiles, then the fit."""
+        if model.dots or getattr(arch, "vendor", "nvidia") != "nvidia":
+            return None
+        done = list(getattr(self, "_probed", []))
+        extra = register_probes(candidates, [c for c, _ in done])
+        self._compile_probes(extra, arch)
+        done = [(c, r) for c, r in getattr(self, "_probed", []) if r.ok and r.asm.get("ttgir")
+                and (r.facts or {}).get("registers") is not None]
+        if not done:
+            return None
+        config, result = max(done, key=lambda cr: (distinct(cr[0]), done.index(cr)))
+        try:
+            tensors = read_live_tensors(str(result.asm["ttgir"]), config.constexprs)
+            observed = [(c.constexprs, c.num_warps or 4, int(r.facts["registers"]), int(r.facts.get("spill_bytes") or 0))
+                        for c, r in done]
+            return fit_registers(tensors, observed, arch)
+        except Exception as exc:  # noqa: BLE001 - no register model: the rules defer to the compile
+            self.notes.append(f"{arch.name}: no register model ({exc})")
+            return None
+
     def _compile_probes(self, probes: Sequence[KernelConfig], arch: Any) -> list:
         """Compile probe configs and read each one that compiled (from the worker's facts, else its TTGIR)."""
         read = []
-        for config, result in zip(probes, self._probe_results(probes, arch)):
+        results = self._probe_results(probes, arch)
+        if not hasattr(self, "_probed") or getattr(self, "_probed_arch", None) != arch.name:
+            self._probed, self._probed_arch = [], arch.name
+        self._probed.extend(zip(probes, results))
+        for config, result in zip(probes, results):
             if not result.ok:
                 continue
             probe = probe_from_facts(config, result.facts or {})

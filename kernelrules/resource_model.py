@@ -153,6 +153,8 @@ class ResourceModel:
     # without pipelining (num_stages <= 1); absent or empty: every allocation is live at once
     live: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     live_unpipelined: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    # registers and spills of a kernel without dots (kernelrules.register_model), None when not fitted
+    registers: Any = None
 
     def mma_path(self, values: Mapping[str, Any], num_warps: int, nonkdim: int | None = None) -> str:
         """The tensor-core path Triton will take for this config (``nonkdim``: AMD's forced MFMA size)."""
@@ -261,6 +263,8 @@ class ResourceModel:
             }
             if self.tcgen05:
                 facts["tensor_memory_columns"] = self.tensor_memory_columns(values, path)
+            if self.registers is not None:
+                facts.update(self.registers.predict(values, num_warps, config.maxnreg))
             if self.dots:
                 largest = max(self.dots, key=lambda d: d.m.value(values) * d.n.value(values))
                 m, n, k = largest.m.value(values), largest.n.value(values), largest.k.value(values)
@@ -302,6 +306,8 @@ class ResourceModel:
                   if self.live.get(path) and self.live[path] != (tuple(range(len(terms))),)}
         if reused:  # the shared memory is the largest of these sums (indices into "shared"), not the sum of all
             described["live_sets"] = reused
+        if self.registers is not None:
+            described["registers"] = self.registers.describe()
         return described
 
 
