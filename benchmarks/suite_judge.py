@@ -4,9 +4,10 @@
 
 For every suite problem, the config stage of ``kernelrules prune`` (rules plus the
 resource model learned from the kernel's own IR, a few probe compiles) judges every
-config for the architecture, and the perf model (``kernelrules.perf_model.estimate``,
-what ``tune`` seeds from and ``perf_model=True`` ranks by) estimates each config's time
-where it can. Writes ``benchmarks/results/suite/<family>__<shape>.judge.json`` with the
+config for the architecture, and the perf model (``kernelrules.perf_general.estimate_any``:
+the matmul model of ``kernelrules.perf_model`` for kernels with sizes M, N, K, the general
+model of ``kernelrules.perf_general`` for every other kernel with a ``problem.grid``; what
+``tune`` seeds from) estimates each config's time. Writes ``benchmarks/results/suite/<family>__<shape>.judge.json`` with the
 kernelrules commit it was computed at; ``benchmarks/suite_report.py`` compares it with
 the GPU's truth. The compiled-stage verdicts are recorded by the sweep itself (it holds
 the compile results).
@@ -44,14 +45,13 @@ def judge(path: Path, arch_name: str, jobs: int) -> dict:
     from kernelrules.arch import load_arch
     from kernelrules.prune import prune_space
     from kernelrules.space import load_space
-    from kernelrules.tune.problem import scalar_problem
 
     space = load_space(path)
     arch = load_arch(arch_name)
     start = time.time()
     result = prune_space(space, [arch], compile=False, jobs=jobs)
     seconds = time.time() - start
-    problem = scalar_problem(space.problem)
+    problem = dict(space.problem)  # the raw section: the general model reads its grid, bytes and flops
     model = _model(space, arch, jobs)
     records = []
     for record in result.records:
@@ -83,10 +83,10 @@ def _model(space, arch, jobs):
 
 
 def _estimate(config, arch, problem, model) -> float | None:
-    from kernelrules.perf_model import estimate
+    from kernelrules.perf_general import estimate_any
 
     try:
-        return float(estimate(config, arch, problem, model=model).seconds)
+        return float(estimate_any(config, arch, problem, model=model))
     except Exception:  # noqa: BLE001 - not a kernel the perf model can read
         return None
 
