@@ -60,7 +60,8 @@ def judge(path: Path, arch_name: str, jobs: int) -> dict:
                  "codes": sorted({d.code for d in v.diagnostics}),
                  "errors": sorted({d.code for d in v.diagnostics if d.severity == "error"}),
                  "predicted": {k: record.facts[k] for k in ("shared_bytes", "registers", "spill_bytes",
-                                                            "register_demand_per_thread") if k in record.facts}}
+                                                            "register_demand_per_thread", "registers_predicted", "spill_bytes_predicted",
+                                                            "register_demand") if k in record.facts}}
         entry["perf_model_s"] = _estimate(v.config, arch, problem, model)
         records.append(entry)
     return {"problem": problem_name(path), "arch": arch.name, "kernelrules_commit": commit(),

@@ -85,7 +85,7 @@ def test_select_ignore_and_per_file_ignores(tmp_path):
     ('stage = "runtime"', "stage must be one of config, compiled"),
     ("jobs = 0", "jobs must be a positive integer"),
     ("jobs = true", "jobs must be a positive integer"),
-    ('compile-timeout = "soon"', "compile-timeout must be a positive number"),
+    ('compile-timeout = "soon"', "compile-timeout must be a positive, finite number"),
     ("select = [1, 2]", "select must be a list of strings"),
     ("per-file-ignores = 3", "per-file-ignores must be a table"),
     ("cache-dir = 7", "cache-dir must be a non-empty string"),
