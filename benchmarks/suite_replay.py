@@ -21,7 +21,8 @@ Strategies (Optuna 4, seeded; the median over ``--seeds`` seeds):
 * ``tpe``: Optuna's multivariate TPE on the raw space (launch failures infeasible);
 * ``kernelrules``: what ``kernelrules tune`` does: the perf model's 8 best configs that
   pass the config stage first, then Sobol points and multivariate TPE (its ``auto``
-  sampler) through the rules gate (config stage, then compiled stage).
+  sampler, deduplicated as tune's is: no config proposed twice) through the rules gate
+  (config stage, then compiled stage).
 
 A repeated proposal costs nothing and is not counted; a strategy stops at the first
 timed config within 2% of the best, or after ``3 x`` the space's size in proposals
@@ -157,7 +158,7 @@ def tpe(costs: Costs, space, seed: int) -> float | None:
     from kernelrules.tune.samplers import make_sampler
     from kernelrules.tune.study import ParamCodec
 
-    sampler = make_sampler("tpe", ParamCodec(space), seed=seed, n_startup=STARTUP_TRIALS)
+    sampler = make_sampler("tpe", ParamCodec(space), seed=seed, n_startup=STARTUP_TRIALS, dedup=False)  # Optuna's own
     return _optuna_loop(costs, space, sampler, gate=False, seeds=[])
 
 

@@ -3,9 +3,12 @@
 Per candidate, in order, each step able to end it without a benchmark:
 
 1. Optuna proposes parameters (Sobol points first, then TPE or GP; the perf model's
-   best guesses enqueued ahead of them in a new study);
+   best guesses enqueued ahead of them in a new study), deduplicated at the sampler
+   (:class:`~kernelrules.tune.samplers.DedupSampler`: a config the study holds is never
+   proposed again; the run stops when every config of the space is in the study);
 2. the config outside the space's constraints -> ``outside_space``;
-3. the claim: another trial owns the config -> ``duplicate`` (nothing timed twice);
+3. the claim (made by the sampler already for its own proposals): another trial owns the
+   config -> ``duplicate`` (nothing timed twice; a safety net now);
 4. the rules at the config stage (predicted facts) -> ``rejected`` with the rule codes;
 5. constraints learned from earlier failures -> ``learned``;
 6. the rules at the compiled stage (a cross-compile in the compile pool, in a background
@@ -100,14 +103,14 @@ def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mappin
                      model: Any = None) -> list[KernelConfig]:
     """The ``count`` configs the perf model estimates fastest (none when it cannot judge them)."""
     try:
-        from ..perf_model import estimate
+        from ..perf_general import estimate_any  # the matmul model for M, N, K kernels, else the general one
     except ImportError:
         return []
     scored = []
     for config in configs:
         try:
-            scored.append((float(estimate(config, arch, problem, model=model).seconds), config))
-        except Exception:  # noqa: BLE001 - not a matmul-like kernel, or a config it cannot read
+            scored.append((float(estimate_any(config, arch, problem, model=model)), config))
+        except Exception:  # noqa: BLE001 - no grid or sizes the models can read, or a config they cannot
             continue
     scored.sort(key=lambda pair: pair[0])
     return [config for _seconds, config in scored[:count]]
@@ -155,10 +158,14 @@ class Tuner:
         self.study_name = o.study_name or default_study_name(self.space, self.spec, self.arch, o.interpret)
         startup = o.startup_trials if o.startup_trials is not None else max(4, min(16, (o.trials or 64) // 5))
         sampler = make_sampler(o.sampler, self.codec, seed=o.seed, n_startup=startup)
+        self.sampler = sampler
         self.study = optuna.create_study(storage=self.storage, study_name=self.study_name, direction="minimize",
                                          sampler=sampler, load_if_exists=True)
         self._check_study_attrs()
         self.claims = Claims(self.storage, self.study_name)
+        if hasattr(sampler, "reserve"):  # the sampler claims what it proposes: processes do not draw the same config
+            sampler.reserve = lambda params, number: self.claims.claim(
+                _key(KernelConfig.from_dict(self.codec.decode(params))), number, limit=self.options.trials)
         recovered = recover(self.study, self.claims, grace=o.grace)
         if recovered:
             self.notes.append(f"resumed: {len(recovered)} interrupted trial(s) queued again ({recovered})")
@@ -231,6 +238,8 @@ class Tuner:
         o = self.options
         if self.study.trials or o.model_seeds <= 0 or o.sampler == "grid":
             return
+        if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
+            return
         passing = [c for c in self.configs if self.gate.at_config_stage(c).passed or o.stage == "none"]
         seeder = o.seeder or perf_model_seeds
         try:
@@ -238,6 +247,7 @@ class Tuner:
                            model=getattr(self.gate, "model", None))
         except TypeError:
             seeds = seeder(passing, self.arch, scalar_problem(self.space.problem), o.model_seeds)
+        seeds = list({_key(c): c for c in seeds if _key(c) in self.space_keys}.values())  # each config once
         for config in seeds:
             self.study.enqueue_trial(self.codec.encode(config.to_dict()), user_attrs={"kr_seeded": "perf_model"})
         if seeds:
@@ -293,7 +303,10 @@ class Tuner:
         claimed = self.claims.count()
         if claimed >= len(self.configs):
             return False
-        return o.trials is None or claimed < o.trials
+        if o.trials is not None and claimed >= o.trials:
+            return False
+        exhausted = getattr(self.sampler, "exhausted", None)  # every config is in the study, none queued
+        return not (exhausted and exhausted(self.study))
 
     def _loop(self, workers: list, executor: Any) -> None:
         pending: collections.deque[Candidate] = collections.deque()
@@ -352,6 +365,7 @@ class Tuner:
     def _ask(self) -> tuple[Candidate | None, bool]:
         """Ask Optuna for one trial and take it as far as the config-stage gate; (candidate, was new)."""
         from optuna.exceptions import UpdateFinishedTrialError
+        from optuna.trial import TrialState
 
         from .recovery import owner_info
 
@@ -374,7 +388,12 @@ class Tuner:
         if key not in self.space_keys:
             self._finish(candidate, "outside_space", error="violates the space's constraints")
             return None, False
-        owner = self.claims.claim(key, trial.number)
+        owner = self.claims.claim(key, trial.number, limit=self.options.trials)
+        if owner is None:  # another process reached the study's --trials total since the budget was checked
+            record = {"trial": trial.number, "status": "over_budget", "config": values,
+                      "config_text": str(config), "key": key}
+            self._tell(candidate, record, False, state=TrialState.FAIL)
+            return None, False
         if owner != trial.number:
             self._duplicate(candidate, owner)
             return None, False
@@ -501,7 +520,7 @@ class Tuner:
         self.heartbeat.remove(trial.number)
         self.inflight.pop(trial.number, None)
         self.records.append(record)
-        if record["status"] != "duplicate" and self.options.on_record:
+        if record["status"] not in ("duplicate", "over_budget") and self.options.on_record:
             self.options.on_record(record)
         if self.options.on_progress:
             self.options.on_progress({"judged": self.claims.count(), "total": self._target(), "best_ms": self.best_ms,

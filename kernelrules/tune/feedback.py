@@ -15,6 +15,7 @@ Every trial ends in one status:
 ``crash``                 the worker died another way
 ``launch_error``          any other exception at launch
 ``duplicate``             another trial holds the same config (nothing timed twice)
+``over_budget``           asked, but another process reached the ``--trials`` total first
 ``interrupted``           its process was killed; the config is queued again
 ========================  ===============================================================
 

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 from ..config import KernelConfig
 from .feedback import FAILURES, TIMED, is_gap, gap_text
 
-NOT_CONFIGS = ("duplicate", "outside_space", "interrupted", "running", "waiting")
+NOT_CONFIGS = ("duplicate", "over_budget", "outside_space", "interrupted", "running", "waiting")
 
 
 def triton_config_line(config: Mapping[str, Any]) -> str:

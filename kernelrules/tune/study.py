@@ -294,21 +294,54 @@ class Claims:
         )
         _retrying_init(lambda: metadata.create_all(self.engine, checkfirst=True))
 
-    def claim(self, key: str, trial_number: int) -> int:
-        """Claim ``key`` for a trial; returns the owner's trial number (ours when the claim is won)."""
+    def claim(self, key: str, trial_number: int, limit: int | None = None) -> int | None:
+        """Claim ``key`` for a trial; returns the owner's trial number (ours when the claim is won).
+
+        With ``limit`` (``--trials``, a study total) the claim is refused, None, when the study
+        already holds ``limit`` claims: the count and the insert are one statement (SQLite runs
+        writers one at a time; on PostgreSQL the table is locked against other writers for the
+        transaction), so concurrent processes never claim more than the total between them.
+        """
         sa = self.sa
+        t = self.table
         for _attempt in range(3):
             try:
                 with self.engine.begin() as connection:
-                    connection.execute(self.table.insert().values(study=self.study_name, config_key=key,
-                                                                  trial_number=trial_number, worker=worker_id(),
-                                                                  claimed_at=time.time()))
-                return trial_number
+                    row = dict(study=self.study_name, config_key=key, trial_number=trial_number, worker=worker_id(),
+                               claimed_at=time.time())
+                    if limit is None:
+                        connection.execute(t.insert().values(**row))
+                        return trial_number
+                    if connection.dialect.name == "postgresql":
+                        connection.execute(sa.text("LOCK TABLE kernelrules_claims IN SHARE ROW EXCLUSIVE MODE"))
+                    held = sa.select(sa.func.count()).select_from(t).where(t.c.study == self.study_name)
+                    source = sa.select(*[sa.literal(v, type_=c.type) for c, v in
+                                         ((t.c[name], value) for name, value in row.items())]).where(
+                        held.scalar_subquery() < limit)
+                    inserted = connection.execute(t.insert().from_select(list(row), source)).rowcount
+                if inserted:
+                    return trial_number
+                owner = self.owner(key)  # refused: the total is reached (or another trial owns it)
+                return owner
             except sa.exc.IntegrityError:
                 owner = self.owner(key)
                 if owner is not None:
                     return owner
         raise RuntimeError(f"cannot claim {key}")
+
+    def once(self, tag: str) -> bool:
+        """True for the first process to ask with ``tag`` in this study (e.g. to enqueue the seeds once).
+
+        A row of a companion namespace (``<study>#once``), so :meth:`count` does not see it.
+        """
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(self.table.insert().values(study=f"{self.study_name}#once"[:255], config_key=tag,
+                                                              trial_number=-1, worker=worker_id(),
+                                                              claimed_at=time.time()))
+            return True
+        except self.sa.exc.IntegrityError:
+            return False
 
     def owner(self, key: str) -> int | None:
         t = self.table
@@ -338,7 +371,8 @@ def load_records(study: Any) -> list[dict[str, Any]]:
     out = []
     for trial in study.get_trials(deepcopy=False):
         record = trial.user_attrs.get("kr_record")
-        if trial.state == TrialState.FAIL and record is not None and record.get("status") != "duplicate":
+        if trial.state == TrialState.FAIL and record is not None and record.get("status") not in ("duplicate",
+                                                                                                  "over_budget"):
             record = None  # its record was written but another process failed the trial first: it was not told
         if record is None:
             if trial.state == TrialState.FAIL:
