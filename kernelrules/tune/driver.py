@@ -43,7 +43,7 @@ from . import safeexpr
 from .feedback import GAP_CLASSES, TIMED, LearnedConstraints, bottlenecks, summary
 from .gate import Gate, Judgement
 from .final import brief, final_rounds
-from .problem import ProblemSpec, load_problem, scalar_problem
+from .problem import ProblemSpec, load_problem
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
 
@@ -243,10 +243,10 @@ class Tuner:
         passing = [c for c in self.configs if self.gate.at_config_stage(c).passed or o.stage == "none"]
         seeder = o.seeder or perf_model_seeds
         try:
-            seeds = seeder(passing, self.arch, scalar_problem(self.space.problem), o.model_seeds,
+            seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds,
                            model=getattr(self.gate, "model", None))
         except TypeError:
-            seeds = seeder(passing, self.arch, scalar_problem(self.space.problem), o.model_seeds)
+            seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds)
         seeds = list({_key(c): c for c in seeds if _key(c) in self.space_keys}.values())  # each config once
         for config in seeds:
             self.study.enqueue_trial(self.codec.encode(config.to_dict()), user_attrs={"kr_seeded": "perf_model"})
