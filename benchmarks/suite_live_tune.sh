@@ -4,7 +4,7 @@
 #   bash benchmarks/suite_live_tune.sh SECONDS FAMILY/SHAPE=TARGET_MS ...   (GPU machine, after suite_device.sh)
 #
 # Each run: benchmarks/h200_tune.py --methods kernelrules with a time budget, its target
-# the sweep's best time; the run's JSON goes to $OUT/live-<family>__<shape>.json.
+# the sweep's best time; the run's JSON (with KR_COMMIT and the date) goes to $OUT/live-<family>__<shape>.json.
 set -u
 seconds=$1; shift
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
@@ -13,5 +13,10 @@ for item in "$@"; do
   name=${problem/\//__}
   python3 benchmarks/h200_tune.py --out "/tmp/live/$name" --space "benchmarks/suite/$problem.tune.yaml" \
     --methods kernelrules --time-budget "$seconds" --target-ms "$target" 2>&1 | tail -6
-  cp "/tmp/live/$name/run-kernelrules-0.json" "$OUT/live-$name.json"
+  python3 - "/tmp/live/$name/run-kernelrules-0.json" "$OUT/live-$name.json" <<'PY'
+import json, os, sys, time
+run = json.load(open(sys.argv[1]))
+run.update(kernelrules_commit=os.environ.get("KR_COMMIT", "unknown"), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+json.dump(run, open(sys.argv[2], "w"))
+PY
 done

@@ -537,7 +537,8 @@ def _gaps(w, ms: list[dict], live: dict | None = None) -> None:
             f"{m['problem']} (first pick {_pct(m.get('perf_top1_vs_best'))} off)" for m in weak) + ".")
     dup = [r for r in live_rows(ms, live or {}) if r["proposals"] and r["duplicates"]]
     if dup:
-        w("- **Duplicate proposals in live `tune` runs**: " + ", ".join(
+        w("- **Duplicate proposals in the recorded live `tune` runs** (made before `tune` deduplicated its "
+          "proposals at the sampler; the next device session re-runs them): " + ", ".join(
             f"{r['problem']} ({r['duplicates']} of {r['proposals']} proposals repeated a config)" for r in dup) + ".")
     slower = [m for m in ms if m.get("speedup_vs_baseline") is not None and m["speedup_vs_baseline"] < 1]
     if slower:
