@@ -52,10 +52,22 @@ def is_flag(name: str, annotation: str | None = None, conditions: set[str] | fro
             or (annotation or "").replace(" ", "") in ("bool", "tl.constexpr[bool]"))
 
 
+#: The guess for a constexpr named like a dtype (``input_dtype``, ``OUT_DTYPE``), then its alternatives.
+DTYPE_GUESSES = ("tl.float32", "tl.bfloat16", "tl.float16")
+
+
+def is_dtype_name(name: str) -> bool:
+    """``input_dtype``, ``OUT_DTYPE``, ``dtype``: a constexpr that holds a ``tl.dtype``."""
+    return "dtype" in name.lower()
+
+
 def guess(name: str, *, flag: bool = False) -> Any:
-    """The first guess: ``False`` for a flag, 128 for a block size, 16 for any other integer."""
+    """The first guess: ``False`` for a flag, ``"tl.float32"`` for a dtype, 128 for a block size, 16 for
+    any other integer (a dtype is written ``"tl.<name>"``; :func:`kernelrules.specialize.dtype_constexpr`)."""
     if flag or name.upper().startswith(FLAG_PREFIXES):
         return False
+    if is_dtype_name(name):
+        return DTYPE_GUESSES[0]
     if is_block_size_name(name):
         return 128
     return 16
@@ -63,6 +75,8 @@ def guess(name: str, *, flag: bool = False) -> Any:
 
 def alternatives(value: Any) -> list[Any]:
     """Values to try, in order, when ``value`` was guessed and does not compile: the other types first."""
+    if value in DTYPE_GUESSES:
+        return [v for v in DTYPE_GUESSES if v != value] + [16]
     if isinstance(value, bool):
         return [True, 16] if value is False else [False, 16]
     if value == 128:

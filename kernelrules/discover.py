@@ -92,11 +92,14 @@ class DiscoveredKernel:
     #: Jit functions that call or reference this one (``file:name``); a jit function with
     #: callers and no ``@triton.autotune`` is a helper, not a launchable kernel.
     called_by: list[str] = field(default_factory=list)
+    #: The function returns a value (``return x``): a launched kernel cannot, so it is a helper.
+    returns_value: bool = False
 
     @property
     def is_helper(self) -> bool:
-        """Whether another jit function calls or references this one (and it is not autotuned)."""
-        return bool(self.called_by) and self.autotune is None
+        """Whether another jit function calls or references this one, or it returns a value
+        (a kernel launched from the host returns nothing); never when it is autotuned."""
+        return (bool(self.called_by) or self.returns_value) and self.autotune is None
 
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, or None."""
@@ -515,6 +518,20 @@ def _constexpr_globals(module: ParsedModule, functions: list[str]) -> dict[str, 
     return values
 
 
+def _returns_value(func: ast.FunctionDef) -> bool:
+    """Whether ``func`` itself (not a nested function) has a ``return`` with a value other than None."""
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None and not (
+                isinstance(node.value, ast.Constant) and node.value.value is None):
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _kernel(func: ast.FunctionDef, module: ParsedModule, problems: list[Problem]) -> DiscoveredKernel:
     """Build the :class:`DiscoveredKernel` of one jit function."""
     params = _params(func, module.imports, module)
@@ -531,6 +548,7 @@ def _kernel(func: ast.FunctionDef, module: ParsedModule, problems: list[Problem]
         elif _is_triton(canonical, "heuristics") and isinstance(decorator, ast.Call):
             kernel.heuristics.update(_heuristics(decorator, module, problems))
     kernel.helpers = _helpers(module, func.name)
+    kernel.returns_value = _returns_value(func)
     kernel.constexpr_globals = _constexpr_globals(module, [func.name, *kernel.helpers])
     return kernel
 

@@ -108,7 +108,7 @@ def _explicit_spec(kernel: Any, options: LintOptions) -> tuple[Mapping[str, Any]
 
 
 def guess_constexpr(name: str, flag: bool = False) -> Any:
-    """A labelled guess for a constexpr nobody gave: flags False, block sizes 128, other ints 16.
+    """A labelled guess for a constexpr nobody gave: flags False, dtypes tl.float32, block sizes 128, other ints 16.
 
     The guesses only let the kernel be judged; findings on a guessed kernel carry the
     signature provenance ``default`` in the JSON report, and a spec replaces them.
@@ -511,7 +511,7 @@ class Linter:
             kernel_report.status, kernel_report.message = "error", str(exc)
             report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))
             return
-        if self._not_the_users(kernel, results, kernel_report, report, guessed, misses):
+        if self._not_the_users(kernel, results, kernel_report, report, guessed, misses, spec):
             return
         where = {c.key(): (line, col) for c, line, col in sites}
         note = " (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items()) + ")" if guessed else ""
@@ -530,18 +530,25 @@ class Linter:
                         repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
 
     def _not_the_users(self, kernel: Any, results: list, kernel_report: KernelReport, report: LintReport,
-                       guessed: Mapping[str, Any] | None, misses: Mapping[str, Any]) -> bool:
+                       guessed: Mapping[str, Any] | None, misses: Mapping[str, Any],
+                       spec: Mapping[str, Any] | None = None) -> bool:
         """Report the kernel as needs-spec when its compiles failed for a reason of kernelrules' own
-        (an unresolved name, a kernel it cannot load, guessed constexprs with which nothing compiles)."""
-        from .lint_limits import failed_facts, guessed_note, our_limit
+        (an unresolved name, a kernel it cannot load, guessed constexprs or guessed argument types with
+        which nothing compiles)."""
+        from .lint_limits import failed_facts, guessed_note, guessed_signature, our_limit, type_error
 
         reason = our_limit(results, misses, kernel.name)
-        if reason is None and guessed and _nothing_compiled(results):
+        if reason is None and _nothing_compiled(results):
             first = next(iter(failed_facts(results)), {}).get("compile_message", "")
             shown = _relative(Path(kernel.path))
-            reason = (f"cannot judge {kernel.name}: no config compiles with the guessed constexpr values "
-                      f"{guessed_note(guessed)} ({first}); give the real ones in a spec "
-                      f"('kernelrules spec {shown}') or a trace")
+            types = guessed_signature(spec or {}, kernel_report.signature_provenance)
+            if guessed:
+                reason = (f"cannot judge {kernel.name}: no config compiles with the guessed constexpr values "
+                          f"{guessed_note(guessed)} ({first}); give the real ones in a spec "
+                          f"('kernelrules spec {shown}') or a trace")
+            elif types and type_error(first):  # a type guess that does not type-check is ours, not a CMP001
+                reason = (f"cannot judge {kernel.name}: no config compiles with the guessed arguments {types} "
+                          f"({first}); give the real types in a spec ('kernelrules spec {shown}') or a trace")
         if reason is None:
             return False
         kernel_report.status, kernel_report.message, kernel_report.records = "needs-spec", reason, []

@@ -26,6 +26,16 @@ def undefined_name(message: str) -> str | None:
     return found.group(1) if found else None
 
 
+#: Compile errors a wrong argument type can cause (operands, loop-carried types, static asserts on dtypes).
+_TYPE_ERROR = re.compile(r"IncompatibleType|TypeError|\btype\b|dtype|static_assert|CompileTimeAssertionFailure"
+                         r"|has no attribute '(?:to_ir|scalar|element_ty|primitive_bitwidth)'")
+
+
+def type_error(message: str) -> bool:
+    """True for a compile error that a wrongly guessed argument type can cause (not, e.g., a NameError)."""
+    return bool(_TYPE_ERROR.search(message or "")) and undefined_name(message) is None
+
+
 def failed_facts(results: Sequence[tuple[Any, Sequence[Any]]]) -> list[Mapping[str, Any]]:
     """Facts of every compiled record whose compile failed (not timed out)."""
     return [r.facts for _, records in results for r in records

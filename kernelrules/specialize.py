@@ -237,7 +237,7 @@ def specialize(
     all_constexprs = {**(fixed or {}), **(constexprs or {})}
     _check_spec(fn, spec, all_constexprs)
     kwargs: dict[str, Any] = {name: _stand_in(value, arg=name) for name, value in spec.items()}
-    kwargs.update(all_constexprs)
+    kwargs.update({name: dtype_constexpr(value) for name, value in all_constexprs.items()})
     backend = _make_backend(target)
     from triton.runtime.jit import create_function_from_signature
 
@@ -250,6 +250,17 @@ def specialize(
     _override_unknown_scalars(fn, spec, signature)
     names = tuple(p.name for p in fn.params)
     return Specialization(signature=signature, constexprs=consts, attrs=attrs, arg_names=names)
+
+
+def dtype_constexpr(value: Any) -> Any:
+    """``"tl.float32"`` (a dtype constexpr as a spec or a guess writes it) as ``tl.float32``; others as given."""
+    if isinstance(value, str) and value.startswith("tl."):
+        import triton.language as tl
+
+        found = getattr(tl, value[3:], None)
+        if isinstance(found, tl.dtype):
+            return found
+    return value
 
 
 def make_ast_source(

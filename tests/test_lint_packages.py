@@ -111,3 +111,84 @@ def test_guesses_by_type():
 def test_src_setting_is_resolved_against_the_pyproject(tmp_path):
     settings = parse_table({"src": ["src", "lib"]}, tmp_path / "pyproject.toml")
     assert settings.src == [str((tmp_path / "src").resolve()), str((tmp_path / "lib").resolve())]
+
+
+TYPE_GUESSES = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def halve_bits(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) >> 1, mask=offs < n)
+
+
+@triton.jit
+def calls_nothing(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.not_a_function(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+'''
+
+
+def test_guessed_argument_types_that_do_not_type_check_are_ours_not_cmp001(run_cli, tmp_path):
+    """An integer kernel whose pointers are only guessed fp16 (then bf16): a type error is needs-spec
+    naming the guessed arguments; the same error with the types given in a spec stays CMP001, and so
+    does an error no argument type can cause (an unknown tl function)."""
+    (tmp_path / "ints.py").write_text(TYPE_GUESSES)
+    report = lint_json(run_cli, tmp_path, str(tmp_path / "ints.py"))
+    kernels = {k["name"]: k for k in report["kernels"]}
+    halve = kernels["halve_bits"]
+    assert halve["status"] == "needs-spec", halve
+    assert "guessed arguments x_ptr=*" in halve["message"] and "\n" not in halve["message"]
+    assert "kernelrules spec" in halve["message"]
+    cmp001 = {f["kernel"] for f in report["findings"] if f["code"] == "CMP001"}
+    assert cmp001 == {"calls_nothing"}
+    (tmp_path / "spec.yaml").write_text(
+        "kernels:\n  halve_bits:\n    signature: {x_ptr: '*fp16', out_ptr: '*fp16', n: i32}\n")
+    given = lint_json(run_cli, tmp_path, str(tmp_path / "ints.py"), "--spec", str(tmp_path / "spec.yaml"))
+    assert any(f["code"] == "CMP001" and f["kernel"] == "halve_bits" for f in given["findings"])
+
+
+def test_a_jit_function_that_returns_a_value_is_a_helper(tmp_path):
+    """Called nowhere that discovery sees (e.g. from a kernel made with ``f = triton.jit(f)``), a jit
+    function returning a value is still a helper: Triton cannot compile it as a kernel."""
+    from kernelrules.discover import discover
+
+    (tmp_path / "m.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef softplus(x):\n"
+        "    def inner():\n        return 1\n    return tl.maximum(x, 0.0)\n\n\n"
+        "@triton.jit\ndef kernel(x_ptr, n, BLOCK: tl.constexpr):\n    if n == 0:\n        return\n"
+        "    tl.store(x_ptr, tl.load(x_ptr))\n")
+    kernels = {k.name: k for k in discover([tmp_path / "m.py"]).kernels}
+    assert kernels["softplus"].is_helper and kernels["softplus"].returns_value
+    assert not kernels["kernel"].is_helper and not kernels["kernel"].returns_value
+
+
+DTYPE_KERNEL = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def cast_rows(x_ptr, out_ptr, n, out_dtype: tl.constexpr, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, (x * out_dtype.primitive_bitwidth).to(out_dtype), mask=offs < n)
+'''
+
+
+def test_a_dtype_constexpr_is_guessed_as_a_dtype(run_cli, tmp_path):
+    from kernelrules.constexpr_guess import alternatives, guess
+    from kernelrules.specialize import dtype_constexpr
+    import triton.language as tl
+
+    assert guess("input_dtype") == "tl.float32" and guess("OUT_DTYPE") == "tl.float32"
+    assert alternatives("tl.float32") == ["tl.bfloat16", "tl.float16", 16]
+    assert dtype_constexpr("tl.bfloat16") is tl.bfloat16 and dtype_constexpr("tl.nope") == "tl.nope"
+    (tmp_path / "cast.py").write_text(DTYPE_KERNEL)
+    report = lint_json(run_cli, tmp_path, str(tmp_path / "cast.py"))
+    (kernel,) = report["kernels"]
+    assert kernel["status"] == "analyzed", kernel["message"]
+    assert "out_dtype=tl.float32" in kernel["message"]
+    assert all(r["facts"]["compile_status"] == "ok" for r in kernel["results"])
