@@ -333,8 +333,9 @@ def _summary(w, ms: list[dict], cpu: dict | None = None, cli: list | None = None
       f"config stage rejects {lost} and the compiled stage {_sum(ms, 'lost_2_compiled')}; in {len(regret)} of "
       f"{len(ms)} problems the best config the config stage keeps is more than 2% slower than the best.")
     ranked = [m for m in ms if m.get("perf_model_ranked")]
-    w(f"- **Perf model**: it ranks the configs of {len(ranked)} of {len(ms)} problems (it models a matmul-like `tl.dot` "
-      f"loop; the others it cannot read); its first pick is within 2% of the best in "
+    w(f"- **Perf model**: it ranks the configs of {len(ranked)} of {len(ms)} problems (`perf_general.estimate_any`: "
+      f"the matmul model where the problem has M, N and K, the general model elsewhere); its first pick is within "
+      f"2% of the best in "
       f"{sum(bool(m.get('perf_top1_within_2')) for m in ranked)} of them, its top 5 hold one in "
       f"{sum(bool(m.get('perf_top5_within_2')) for m in ranked)}.")
     spilling = _sum(ms, "spilling")
@@ -525,8 +526,8 @@ def _gaps(w, ms: list[dict], live: dict | None = None) -> None:
     spill = [m for m in ms if m["spilling"] > m["spilling_rejected_config"]]
     if spill:
         w(f"- **Spilling configs not seen at the config stage**: {sum(m['spilling'] - m['spilling_rejected_config'] for m in spill)}"
-          f" configs in {len(spill)} problems (the resource model predicts registers only for `tl.dot` "
-          "accumulators).")
+          f" configs in {len(spill)} problems (the config stage rejects only heavy predicted spills: REG005 for "
+          "kernels without `tl.dot`, REG001/REG002 for dot accumulators; lighter ones pass or get a REG004 warning).")
     unranked = [m for m in ms if not m.get("perf_model_ranked")]
     if unranked:
         w(f"- **No perf-model ranking** for {len(unranked)} problems: "
