@@ -77,25 +77,14 @@ def judged_space(space_path: Path = SPACE, arch_name: str = "hopper") -> tuple[A
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Spearman's rho: Pearson's correlation of the ranks (ties get their mean rank)."""
-    def ranks(values: Sequence[float]) -> list[float]:
-        order = sorted(range(len(values)), key=values.__getitem__)
-        out = [0.0] * len(values)
-        i = 0
-        while i < len(order):
-            j = i
-            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-                j += 1
-            for t in range(i, j + 1):
-                out[order[t]] = (i + j) / 2
-            i = j + 1
-        return out
+    """Spearman's rho (ties get their mean rank): ``suite_report.spearman``, 0.0 where it has none."""
+    import sys
 
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    var = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
-    return cov / var if var else 0.0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from suite_report import spearman as rho
+
+    value = rho(list(xs), list(ys))
+    return 0.0 if value is None else value
 
 
 def estimates(keys: Iterable[str], configs: dict[str, Any], model: Any, constants: Constants = DEFAULTS,

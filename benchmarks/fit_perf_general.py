@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from dataclasses import asdict, replace
@@ -79,26 +78,13 @@ def load_problem(name: str, arch) -> dict | None:
             "old": [r[4] for r in rows]}
 
 
-def ranks(x: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share their mean rank), as suite_report.spearman."""
-    order = np.argsort(x, kind="stable")
-    r = np.empty(len(x))
-    sx = x[order]
-    i = 0
-    while i < len(x):
-        j = i
-        while j + 1 < len(x) and sx[j + 1] == sx[i]:
-            j += 1
-        r[order[i:j + 1]] = (i + j) / 2.0
-        i = j + 1
-    return r
-
-
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    ra, rb = ranks(a), ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    d = math.sqrt((ra * ra).sum() * (rb * rb).sum())
-    return float((ra * rb).sum() / d) if d else 0.0
+    """Spearman's rho of two arrays: ``suite_report.spearman``, 0.0 where it has none."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from suite_report import spearman as rho
+
+    value = rho([float(x) for x in a], [float(y) for y in b])
+    return 0.0 if value is None else value
 
 
 def score(p: dict, est: np.ndarray) -> dict:

@@ -10,8 +10,9 @@ set -u
 seconds=${1:-540}
 families=${2:-}
 until=$(( $(date +%s) + seconds ))
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-build-isolation --upgrade --target /tmp/site .whl/*.whl . || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+site=$PWD/.suite-work/site  # the wheels and kernelrules, inside the ignored work folder (kept while the machine is warm)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-build-isolation --upgrade --target "$site" .whl/*.whl . || exit 1
+export PYTHONPATH=$site PYTHONUNBUFFERED=1
 for attempt in 1 2 3 4 5 6; do
   python3 benchmarks/suite_sweep.py --until "$until" --families "$families" && break
   echo "sweep exited with $? (attempt $attempt); resuming"

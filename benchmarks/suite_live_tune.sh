@@ -7,13 +7,14 @@
 # the sweep's best time; the run's JSON (with KR_COMMIT and the date) goes to $OUT/live-<family>__<shape>.json.
 set -u
 seconds=$1; shift
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD/.suite-work/site PYTHONUNBUFFERED=1  # installed there by suite_device.sh
 for item in "$@"; do
   problem=${item%%=*}; target=${item#*=}
   name=${problem/\//__}
-  python3 benchmarks/h200_tune.py --out "/tmp/live/$name" --space "benchmarks/suite/$problem.tune.yaml" \
+  live=.suite-work/live/$name
+  python3 benchmarks/h200_tune.py --out "$live" --space "benchmarks/suite/$problem.tune.yaml" \
     --methods kernelrules --time-budget "$seconds" --target-ms "$target" 2>&1 | tail -6
-  python3 - "/tmp/live/$name/run-kernelrules-0.json" "$OUT/live-$name.json" <<'PY'
+  python3 - "$live/run-kernelrules-0.json" "$OUT/live-$name.json" <<'PY'
 import json, os, sys, time
 run = json.load(open(sys.argv[1]))
 run.update(kernelrules_commit=os.environ.get("KR_COMMIT", "unknown"), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
