@@ -15,6 +15,7 @@ then ``triton.compile``. Every failure becomes a :class:`CompileResult` with an
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 import math
@@ -322,8 +323,26 @@ def prepare(job: CompileJob) -> tuple[Any, Any]:
     from .specialize import specialize
 
     handle = load_kernel(job.path, job.kernel, tuple(getattr(job, "src", ())))
-    spec = specialize(handle.fn, job.signature, job.constexprs, target=job.gpu_target(), fixed=job.fixed)
+    constexprs = {**option_parameters(handle.fn, job), **job.constexprs}
+    spec = specialize(handle.fn, job.signature, constexprs, target=job.gpu_target(), fixed=job.fixed)
     return handle, spec
+
+
+def option_parameters(fn: Any, job: CompileJob) -> dict[str, Any]:
+    """Values of constexpr parameters named like a launch option (``num_stages: tl.constexpr``).
+
+    ``kernel[grid](..., num_stages=2)`` binds the keyword to the parameter and to the
+    compile option alike (``JITFunction.run`` passes its keywords to both), so the
+    parameter holds the option's value: the config's, else the backend's default.
+    """
+    wanted = [p.name for p in fn.params if p.name in LAUNCH_OPTIONS and p.is_constexpr
+              and p.default is inspect.Parameter.empty and p.name not in job.fixed]
+    if not wanted:
+        return {}
+    from triton.compiler.compiler import make_backend
+
+    parsed = make_backend(job.gpu_target()).parse_options({k: v for k, v in job.options.items() if k in LAUNCH_OPTIONS})
+    return {name: job.options.get(name, getattr(parsed, name, None)) for name in wanted}
 
 
 def _prepare_failure(exc: Exception) -> CompileResult:

@@ -2,8 +2,9 @@
 
 A constexpr the kernel tests as a condition (``if FLAG:``, ``x if FLAG else y``,
 ``not FLAG``, ``FLAG and ...``, ``tl.where(FLAG, ...)``) or whose name says it is a flag
-(``IS_*``, ``HAS_*``, ``USE_*``, ...) is guessed ``False``; a block size 128; any other
-integer 16. Defaults, configs, specs and launch literals always come first (the caller
+(``IS_*``, ``HAS_*``, ``USE_*``, ...) is guessed ``False``; one passed where ``tl`` wants a
+string (``input_precision=P``, ``eviction_policy=E``) that keyword's usual value; a block
+size 128; any other integer 16. Defaults, configs, specs and launch literals always come first (the caller
 asks only for what none of them gives). A guess that does not compile is retried with
 the next plausible value of another type (:func:`alternatives`) before the kernel is
 reported as needing a spec.
@@ -61,6 +62,23 @@ def is_dtype_name(name: str) -> bool:
     return "dtype" in name.lower()
 
 
+#: Keyword arguments of ``tl`` calls that take a string, and the guess for a constexpr passed to one.
+STRING_KEYWORDS = {"input_precision": "tf32", "eviction_policy": "", "cache_modifier": "", "padding_option": ""}
+#: Other strings to try when a string guess does not compile.
+STRING_ALTERNATIVES = {"tf32": ["ieee", "tf32x3"], "": ["evict_last", "evict_first"]}
+
+
+def string_names(func: ast.FunctionDef) -> dict[str, str]:
+    """Names ``func`` passes where ``tl`` wants a string (``input_precision=DOT_PRECISION``), with the guess."""
+    found: dict[str, str] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg in STRING_KEYWORDS and isinstance(kw.value, ast.Name):
+                    found.setdefault(kw.value.id, STRING_KEYWORDS[kw.arg])
+    return found
+
+
 def guess(name: str, *, flag: bool = False) -> Any:
     """The first guess: ``False`` for a flag, ``"tl.float32"`` for a dtype, 128 for a block size, 16 for
     any other integer (a dtype is written ``"tl.<name>"``; :func:`kernelrules.specialize.dtype_constexpr`)."""
@@ -79,6 +97,8 @@ def alternatives(value: Any) -> list[Any]:
         return [v for v in DTYPE_GUESSES if v != value] + [16]
     if isinstance(value, bool):
         return [True, 16] if value is False else [False, 16]
+    if isinstance(value, str) and value in STRING_ALTERNATIVES:
+        return list(STRING_ALTERNATIVES[value])
     if value == 128:
-        return [64, False]
-    return [False, True, 1, 128]
+        return [64, False, 4096]
+    return [False, True, 1, 128, 4096]

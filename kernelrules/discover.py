@@ -2,7 +2,9 @@
 
 :func:`discover` walks files and directories, parses each ``*.py`` file with
 :mod:`ast` and returns every top-level function decorated with ``@triton.jit``
-(under any import alias: ``import triton as tt``, ``from triton import jit``), with:
+(under any import alias: ``import triton as tt``, ``from triton import jit``), and every
+module-level name bound to a jit function made by calls (``NAME = triton.jit(f)``,
+``NAME = triton.heuristics(...)(NAME)``: :mod:`kernelrules.discover_calls`), with:
 
 * its parameters (``tl.constexpr`` annotations marked), ``do_not_specialize``;
 * its ``@triton.autotune`` configs, evaluated by the safe interpreter of
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .autotune_eval import ConfigEvaluator, ConfigSite, ModuleScope, Unsupported
+from .discover_calls import find_jit_calls
 from .kernelsource import _dotted_name, _global_loads
 
 #: Directory names never descended into.
@@ -94,6 +97,9 @@ class DiscoveredKernel:
     called_by: list[str] = field(default_factory=list)
     #: The function returns a value (``return x``): a launched kernel cannot, so it is a helper.
     returns_value: bool = False
+    #: The ``def``'s own name (the JITFunction's ``__name__``, what a trace records); it differs
+    #: from ``name`` for ``kernel = triton.jit(_impl)`` and for a kernel wrapped under another name.
+    def_name: str = ""
 
     @property
     def is_helper(self) -> bool:
@@ -241,6 +247,8 @@ class ParsedModule:
     history: dict[str, list[ast.expr]] = field(default_factory=dict)
     #: local name -> (file of the same package it is imported from, name there)
     import_sources: dict[str, tuple[Path, str]] = field(default_factory=dict)
+    #: bound name -> its ``def``'s name, for jit functions made by calls
+    def_names: dict[str, str] = field(default_factory=dict)
 
     def scope(self) -> ModuleScope:
         """What the config evaluator may read from this module (and, lazily, from its package)."""
@@ -291,9 +299,33 @@ def parse_module(path: Path, source: str) -> ParsedModule:
             constants[node.target.id] = node.value
             history.setdefault(node.target.id, []).append(node.value)
         elif isinstance(node, ast.FunctionDef):
-            is_jit = any(_is_triton(imports.canonical(d), "jit") for d in node.decorator_list)
-            (jit if is_jit else plain)[node.name] = node
-    return ParsedModule(path, source, tree, imports, constants, jit, plain, history, _import_sources(path, tree))
+            (jit if _is_jit_def(node, imports) else plain)[node.name] = node
+    def_names = _add_jit_calls(tree, imports, jit, plain, constants)
+    return ParsedModule(path, source, tree, imports, constants, jit, plain, history, _import_sources(path, tree),
+                        def_names)
+
+
+def _is_jit_def(node: ast.FunctionDef, imports: ImportTable) -> bool:
+    """Whether a ``def`` carries ``@triton.jit`` (under any alias)."""
+    return any(_is_triton(imports.canonical(d), "jit") for d in node.decorator_list)
+
+
+def _add_jit_calls(tree: ast.Module, imports: ImportTable, jit: dict[str, ast.FunctionDef],
+                   plain: dict[str, ast.FunctionDef], constants: dict[str, ast.expr]) -> dict[str, str]:
+    """Index jit functions made by calls (``NAME = triton.jit(f)``, :mod:`kernelrules.discover_calls`)
+    under the name the module binds, as if their decorators were written on the ``def``; their ``def`` names."""
+    def classify(node: ast.expr) -> str | None:
+        canonical = imports.canonical(node)
+        if canonical in KERNELRULES_AUTOTUNE:
+            return "autotune"
+        return next((kind for kind in ("jit", "autotune", "heuristics") if _is_triton(canonical, kind)), None)
+
+    calls, _ = find_jit_calls(tree.body, classify, lambda node: _is_jit_def(node, imports))
+    for name, call in calls.items():
+        jit[name] = call.as_function()
+        plain.pop(name, None)
+        constants.pop(name, None)
+    return {name: call.func.name for name, call in calls.items()}
 
 
 def _module_file(path: Path, module: str, level: int) -> Path | None:
@@ -538,6 +570,7 @@ def _kernel(func: ast.FunctionDef, module: ParsedModule, problems: list[Problem]
     kernel = DiscoveredKernel(
         path=module.path, name=func.name, line=func.lineno, column=func.col_offset,
         decorator_line=func.decorator_list[0].lineno, params=params,
+        def_name=module.def_names.get(func.name, func.name),
     )
     for decorator in func.decorator_list:
         canonical = module.imports.canonical(decorator)

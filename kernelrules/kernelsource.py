@@ -9,7 +9,12 @@ parses the file with :mod:`ast` and keeps the parts a kernel can depend on:
   those, and attribute references into the imported triton modules (``tl.float16``);
 * every function decorated with ``@triton.jit`` / ``@jit`` (and
   ``@triton.constexpr_function``), with ``@triton.autotune`` / ``@triton.heuristics``
-  and any other decorators stripped.
+  and any other decorators stripped;
+* jit functions made by calls (``NAME = triton.jit(f)``, see
+  :mod:`kernelrules.discover_calls`): the plain ``def`` and ``NAME = triton.jit(f, **options)``
+  where the file makes it, wrappers (``triton.heuristics(...)(NAME)``) dropped as stripped
+  decorators are, ``OTHER = NAME`` where the file wraps it under another name. The
+  JITFunction is then the one an import makes: same ``def``, source, first line and globals.
 
 That reduced module is compiled with the file's own name and line numbers and run in
 a fresh module object registered in :data:`sys.modules` under a synthetic name, so
@@ -41,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .discover_calls import Binding, classify_by_last_name, find_jit_calls
 from .errors import KernelSourceError, KernelSyntaxError
 from .pkgsource import module_statements
 
@@ -92,6 +98,10 @@ class _Reduced:
     import_aliases: set[str]
     #: Module-level statements as a default import runs them (environment branches decided).
     statements: list[ast.stmt] = field(default_factory=list)
+    #: Statements of jit functions made by calls (``NAME = triton.jit(f)``), by ``id``.
+    bindings: dict[int, Binding] = field(default_factory=dict)
+    #: ``id`` of every ``def`` such calls make or wrap a jit function from (kept in the rebuilt module).
+    call_defs: set[int] = field(default_factory=set)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -212,6 +222,11 @@ def _identity_decorator(at: ast.expr) -> ast.expr:
     return ast.copy_location(ast.Lambda(args=arguments, body=ast.Name(id="f", ctx=ast.Load())), at)
 
 
+def _kept_jit_keyword(kw: ast.keyword) -> bool:
+    """Whether a ``triton.jit`` keyword argument is kept: a literal of :data:`KEPT_JIT_KEYWORDS`."""
+    return kw.arg in KEPT_JIT_KEYWORDS and _is_constant_expr(kw.value, set(), set())
+
+
 def _strip_decorators(node: ast.FunctionDef) -> ast.FunctionDef:
     """A copy of ``node`` whose only decorator is its jit decorator, with literal options only.
 
@@ -226,10 +241,7 @@ def _strip_decorators(node: ast.FunctionDef) -> ast.FunctionDef:
         name = _decorator_name(dec)
         if name in JIT_DECORATORS or name in HELPER_DECORATORS:
             if isinstance(dec, ast.Call):
-                keywords = [
-                    kw for kw in dec.keywords
-                    if kw.arg in KEPT_JIT_KEYWORDS and _is_constant_expr(kw.value, set(), set())
-                ]
+                keywords = [kw for kw in dec.keywords if _kept_jit_keyword(kw)]
                 dec = ast.copy_location(ast.Call(func=dec.func, args=[], keywords=keywords), dec)
             kept.append(dec)
         elif index == 0:
@@ -257,7 +269,7 @@ def reduce_module(source: str, path: Path) -> _Reduced:
     functions: dict[str, ast.FunctionDef] = {}
     plain: dict[str, ast.FunctionDef] = {}
     top = {id(node) for node in tree.body}
-    statements = list(module_statements(tree.body))
+    statements = list(module_statements(tree.body, path=path))
     for node in statements:
         kept_import = _filter_import(node)
         if kept_import is not None:
@@ -274,7 +286,20 @@ def reduce_module(source: str, path: Path) -> _Reduced:
             continue
         if isinstance(node, ast.FunctionDef):
             (functions if _is_jit(node) else plain)[node.name] = node
-    return _Reduced(source, tree, imports, constants, functions, plain, aliases, statements)
+    reduced = _Reduced(source, tree, imports, constants, functions, plain, aliases, statements)
+    _add_jit_calls(reduced)
+    return reduced
+
+
+def _add_jit_calls(reduced: _Reduced) -> None:
+    """Index jit functions made by calls under the names the file binds (:mod:`kernelrules.discover_calls`)."""
+    classify = classify_by_last_name(JIT_DECORATORS, reduced.import_aliases)
+    calls, bindings = find_jit_calls(reduced.statements, classify, _is_jit)
+    for name, call in calls.items():
+        reduced.functions[name] = call.as_function()
+        reduced.plain_functions.pop(name, None)
+    reduced.bindings = {id(b.statement): b for b in bindings}
+    reduced.call_defs = {id(b.func) for b in bindings if b.func is not None} | {id(c.func) for c in calls.values()}
 
 
 def _tolerant(node: ast.stmt) -> ast.stmt:
@@ -373,7 +398,8 @@ def _find_kernel(reduced: _Reduced, path: Path, name: str) -> ast.FunctionDef:
         node = reduced.plain_functions[name]
         raise KernelSourceError(
             f"function {name!r} is not decorated with @triton.jit", path=str(path), line=node.lineno,
-            hint="kernelrules reads kernels without running the file, so the decorator must be written on the def",
+            hint="kernelrules reads kernels without running the file: write @triton.jit on the def, or bind "
+                 "it at module level with `NAME = triton.jit(func)`",
         )
     available = ", ".join(sorted(n for n, f in reduced.functions.items() if _is_kernel_jit(f))) or "none"
     raise KernelSourceError(f"no @triton.jit function named {name!r} (jit functions: {available})", path=str(path))
@@ -438,7 +464,10 @@ def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None) -> types.Modu
         target = _assignment_target(node)
         if target is not None and reduced.constants.get(target[0]) is node:
             body.append(_plain_assignment(node, *target))
-        elif isinstance(node, ast.FunctionDef) and reduced.functions.get(node.name) is node:
+        elif id(node) in reduced.bindings:
+            body.extend(reduced.bindings[id(node)].rebuilt(_kept_jit_keyword))
+        elif isinstance(node, ast.FunctionDef) and (reduced.functions.get(node.name) is node
+                                                    or id(node) in reduced.call_defs):
             body.append(_strip_decorators(node))
     module_ast = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(module_ast)
@@ -456,6 +485,12 @@ def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None) -> types.Modu
     except Exception as exc:  # noqa: BLE001 - any failure here is the file's, reported with its line
         sys.modules.pop(module_name, None)
         line = _traceback_line(exc, str(path))
+        if isinstance(exc, ImportError):  # a Triton import the installed Triton lacks: written for another build
+            from .pkgbranches import other_triton
+
+            reason = other_triton(reduced.imports, line, path)
+            if reason is not None:
+                raise KernelSourceError(reason, path=str(path), line=line) from exc
         raise KernelSourceError(f"cannot define the jit functions: {type(exc).__name__}: {exc}",
                                 path=str(path), line=line) from exc
     return module
@@ -522,6 +557,7 @@ def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: 
     with Triton's "not defined" error, which lint turns into a needs-spec status.
     """
     from .kerneldeps import _BUILTINS
+    from .pkgbranches import flag_value
     from .pkgsource import Target, attribute_chains, resolve, resolve_attribute, search_roots
 
     roots = search_roots(path, src)
@@ -545,9 +581,12 @@ def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: 
 
     def value(target: Target) -> Any:
         other = load(target)
-        if other is None:
-            return None
-        return other.module if target.name is None else getattr(other.module, target.name, None)
+        found = None if other is None else other.module if target.name is None else \
+            getattr(other.module, target.name, None)
+        if found is None and target.name is not None:  # a flag computed at import time: decided or guessed
+            flag = flag_value(target.path, target.name, roots)
+            found = None if flag is None else flag[0]
+        return found
 
     for ref, funcs in sorted(wanted.items()):
         target = resolve(path, ref, roots)
@@ -598,8 +637,9 @@ def load_kernel(path: str | os.PathLike[str], name: str, src: tuple[str, ...] = 
     handle = KernelHandle(
         fn=getattr(loaded.module, name), path=path, name=name, line=node.lineno,
         source_hash=source_hash, module_name=loaded.module.__name__,
-        unresolved_globals=tuple(sorted(deps.misses)),
-        unresolved_reasons=tuple(m.reason for _, m in sorted(deps.misses.items())), notes=tuple(deps.notes),
+        unresolved_globals=tuple(sorted(n for n, m in deps.misses.items() if m.guessed is None)),
+        unresolved_reasons=tuple(m.reason for _, m in sorted(deps.misses.items()) if m.guessed is None),
+        notes=tuple(deps.notes),
     )
     loaded.handles[name] = handle
     return handle

@@ -24,7 +24,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .arch import load_arch
 from .cache import ResultCache
-from .config import KernelConfig
+from .config import LAUNCH_OPTIONS, KernelConfig
+from .guess_search import guessed_fp16_pointers, pointer_variants
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
 from .findings import Finding, KernelReport, LintReport, lint_finding
@@ -96,7 +97,11 @@ def _explicit_spec(kernel: Any, options: LintOptions) -> tuple[Mapping[str, Any]
     if options.trace_file:
         from .trace import launches_for, load_trace, trace_signature
 
-        launches = launches_for(load_trace(options.trace_file), kernel.path, kernel.name)
+        trace = load_trace(options.trace_file)
+        launches = launches_for(trace, kernel.path, kernel.name)
+        def_name = getattr(kernel, "def_name", None)
+        if not launches and def_name and def_name != kernel.name:  # `kernel = triton.jit(_impl)`: traced as _impl
+            launches = launches_for(trace, kernel.path, def_name)
         if launches:
             return trace_signature(launches[0]), "trace"
     from .inductor import inductor_signature
@@ -122,11 +127,25 @@ def guess_constexpr(name: str, flag: bool = False) -> Any:
 def _condition_names(kernel: Any) -> set[str]:
     """Names the kernel's body uses as conditions (empty when its source cannot be read)."""
     from .constexpr_guess import condition_names
+
+    func = _kernel_function(kernel)
+    return condition_names(func) if func is not None else set()
+
+
+def _string_names(kernel: Any) -> dict[str, str]:
+    """Names the kernel's body passes where ``tl`` wants a string, with the guess for each."""
+    from .constexpr_guess import string_names
+
+    func = _kernel_function(kernel)
+    return string_names(func) if func is not None else {}
+
+
+def _kernel_function(kernel: Any) -> Any:
+    """The kernel's ``ast.FunctionDef`` (None when its source cannot be read)."""
     from .discover import ParsedModule, cached_module
 
     module = cached_module(kernel.path)
-    func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
-    return condition_names(func) if func is not None else set()
+    return module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
 
 
 def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: KernelConfig,
@@ -140,13 +159,18 @@ def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: Kerne
     values: dict[str, Any] = {}
     provenance: dict[str, str] = {}
     conditions = _condition_names(kernel)
+    strings = _string_names(kernel)
     for param in kernel.params:
         if not param.constexpr or param.name in config.constexprs or param.has_default:
             continue
+        if param.name in LAUNCH_OPTIONS and not (spec and param.name in spec):
+            continue  # bound to the config's launch option at compile (compilejob.option_parameters)
         if spec and param.name in spec:
             values[param.name], provenance[param.name] = spec[param.name], source
         elif param.name in call_literals:
             values[param.name], provenance[param.name] = call_literals[param.name], "call-site"
+        elif param.name in strings:
+            values[param.name], provenance[param.name] = strings[param.name], "default"
         else:
             flag = is_flag(param.name, param.annotation, conditions)
             values[param.name], provenance[param.name] = guess_constexpr(param.name, flag), "default"
@@ -397,6 +421,11 @@ class Linter:
             missing = ", ".join(signature.missing)
             message = (f"cannot judge {kernel.name}: no launch signature for {missing}; write a spec with "
                        f"'kernelrules spec {shown}' or record one with 'kernelrules trace'")
+            if signature.descriptors:
+                message = (f"cannot judge {kernel.name}: {', '.join(signature.descriptors)} "
+                           f"{'is a tensor descriptor' if len(signature.descriptors) == 1 else 'are tensor descriptors'}"
+                           f" (`{signature.descriptors[0]}.load(...)`), which kernelrules cannot stand in for yet "
+                           f"(a limit of kernelrules, not an error in the kernel)")
             kernel_report.status, kernel_report.message = "needs-spec", message
             report.findings.append(self._lint_code(kernel, "LNT001", message))
             return
@@ -419,14 +448,18 @@ class Linter:
                    if source == "default"}
         misses = self._package_dependencies(kernel, kernel_report)
         retried: dict[str, Any] = {}
-        if guessed and self.options.stage == "compiled":
-            sites, guessed, retried = self._settle_guesses(kernel, signature.spec, sites, frozenset(fixed), guessed)
+        searched = self.options.stage == "compiled" and bool(guessed or pointer_variants(signature.spec,
+                                                                                          signature.provenance))
+        if searched:
+            sites, guessed, retried = self._settle_guesses(kernel, signature, kernel_report, sites, frozenset(fixed),
+                                                           guessed)
         if guessed:
             shown_guesses = ", ".join(f"{k}={v}" + (f" ({retried[k]} did not compile)" if k in retried else "")
                                       for k, v in guessed.items())
             _append(kernel_report, f"judged with guessed constexpr values {shown_guesses}; give the real ones in "
                                    f"a spec ('kernelrules spec {shown}') or a trace")
-        self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed, misses)
+        self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed, misses,
+                    retry_types=not searched)
 
     def _package_dependencies(self, kernel: Any, kernel_report: KernelReport) -> Mapping[str, Any]:
         """Names the kernel reads that kernelrules cannot resolve in its package (by name), and notes the
@@ -441,26 +474,26 @@ class Linter:
             _append(kernel_report, "helpers read with default environment: " + "; ".join(deps.notes))
         return deps.misses
 
-    def _settle_guesses(self, kernel: Any, spec: Mapping[str, Any], sites: list, fixed: frozenset[str],
-                        guessed: Mapping[str, Any]) -> tuple[list, dict[str, Any], dict[str, Any]]:
-        """Compile the first config on the first architecture; when it fails, retry each guessed
-        constexpr with its next plausible value (another type first) and keep the first that compiles.
+    def _settle_guesses(self, kernel: Any, signature: Any, kernel_report: KernelReport, sites: list,
+                        fixed: frozenset[str], guessed: Mapping[str, Any]) -> tuple[list, dict[str, Any], dict[str, Any]]:
+        """Compile the first config on the first architecture; when it fails on a guess, search other
+        pointer types and constexpr values (:func:`kernelrules.guess_search.settle`) and keep the first
+        that compiles. Retypes ``signature`` in place; returns the sites, the guessed values and, for a
+        constexpr that was changed, the guess it replaced."""
+        from .guess_search import local_names, settle
 
-        Returns the sites, the guessed values and, for a value that was changed, the guess it replaced.
-        """
-        from .constexpr_guess import alternatives
-        from .lint_limits import undefined_name
-
-        first = self._probe(kernel, spec, sites[0][0], fixed)
-        if first is None or first.ok or undefined_name(first.message) or first.error_kind != "compile_error":
+        first = sites[0][0]
+        found = settle(lambda spec, change: self._probe(kernel, spec, first.replace(change), fixed),
+                       signature.spec, signature.provenance, guessed, locals_=local_names(_kernel_function(kernel)))
+        if found.pointer_type:
+            signature.spec = dict(found.spec)
+            for name in found.pointers:
+                note = f"naming ({found.pointer_type}: fp16 did not compile)"
+                signature.provenance[name] = kernel_report.signature_provenance[name] = note
+        if not found.constexprs:
             return sites, dict(guessed), {}
-        for name, value in guessed.items():
-            for alt in alternatives(value):
-                result = self._probe(kernel, spec, sites[0][0].replace({name: alt}), fixed)
-                if result is not None and result.ok:
-                    changed = [(c.replace({name: alt}), line, col) for c, line, col in sites]
-                    return changed, {**guessed, name: alt}, {name: value}
-        return sites, dict(guessed), {}
+        changed = [(c.replace(found.constexprs), line, col) for c, line, col in sites]
+        return changed, {**guessed, **found.constexprs}, found.replaced
 
     def _probe(self, kernel: Any, spec: Mapping[str, Any], config: KernelConfig, fixed: frozenset[str]) -> Any:
         """The compile result of one config on the first architecture (through the shared, cached pool)."""
@@ -473,7 +506,7 @@ class Linter:
 
     def _judge(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport, report: LintReport,
                fixed: frozenset[str] = frozenset(), guessed: Mapping[str, Any] | None = None,
-               misses: Mapping[str, Any] | None = None) -> None:
+               misses: Mapping[str, Any] | None = None, retry_types: bool = True) -> None:
         from .judgement_cache import JudgementCache, judgement_key
 
         key = judgement_key(kernel, signature.spec, sites, fixed, self.archs, self.options.stage, self.engine,
@@ -488,25 +521,26 @@ class Linter:
             report.findings.extend(findings)
             return
         start = len(report.findings)
-        self._judge_fresh(kernel, signature, sites, kernel_report, report, fixed, guessed, misses or {})
+        self._judge_fresh(kernel, signature, sites, kernel_report, report, fixed, guessed, misses or {}, retry_types)
         if key and kernel_report.status == "analyzed":
             cache.put(key, kernel_report.records, report.findings[start:])
 
     def _judge_fresh(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport,
                      report: LintReport, fixed: frozenset[str], guessed: Mapping[str, Any] | None,
-                     misses: Mapping[str, Any]) -> None:
+                     misses: Mapping[str, Any], retry_types: bool = True) -> None:
         try:
             spec, results = self._judge_with(kernel, signature.spec, sites, fixed)
-            guessed_fp16 = [k for k, v in spec.items()
-                            if v == "*fp16" and signature.provenance.get(k) == "naming"]
-            if guessed_fp16 and _nothing_compiled(results):
-                # The dtype was only guessed and fp16 does not compile: try bf16 before giving up.
-                bf16 = {k: ("*bf16" if k in guessed_fp16 else v) for k, v in spec.items()}
-                spec2, results2 = self._judge_with(kernel, bf16, sites, fixed)
+            # (Skipped when the guess search already probed these types on the first config.)
+            for dtype, variant in pointer_variants(spec, signature.provenance) if retry_types else []:
+                if not _nothing_compiled(results):
+                    break
+                # The dtype was only guessed and fp16 does not compile: try bf16, then fp32, before giving up.
+                spec2, results2 = self._judge_with(kernel, variant, sites, fixed)
                 if not _nothing_compiled(results2):
+                    retyped = guessed_fp16_pointers(spec, signature.provenance)
                     spec, results = spec2, results2
-                    for k in guessed_fp16:
-                        kernel_report.signature_provenance[k] = "naming (bf16: fp16 did not compile)"
+                    for k in retyped:
+                        kernel_report.signature_provenance[k] = f"naming ({dtype}: fp16 did not compile)"
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
             report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 _NAME_ERROR = re.compile(r"""NameError\W*(?:name\s+)?['"]?(\w+)['"]?\s+is not defined""")
 
 #: Signature provenances that are guesses (not a spec, a trace, a launch literal or Inductor).
-GUESSED_SIGNATURE = ("naming", "default", "dataflow")
+GUESSED_SIGNATURE = ("naming", "default", "dataflow", "comment")
 
 
 def undefined_name(message: str) -> str | None:
@@ -28,7 +28,8 @@ def undefined_name(message: str) -> str | None:
 
 #: Compile errors a wrong argument type can cause (operands, loop-carried types, static asserts on dtypes).
 _TYPE_ERROR = re.compile(r"IncompatibleType|TypeError|\btype\b|dtype|static_assert|CompileTimeAssertionFailure"
-                         r"|has no attribute '(?:to_ir|scalar|element_ty|primitive_bitwidth)'")
+                         r"|has no attribute '(?:to_ir|scalar|element_ty|primitive_bitwidth)'"
+                         r"|'(?:tensor|int|float|bool|constexpr)' object has no attribute")
 
 
 def type_error(message: str) -> bool:

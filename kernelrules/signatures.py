@@ -10,13 +10,17 @@ source of each argument in :attr:`InferredSignature.provenance`:
     an explicit mapping: ``--spec FILE`` or the sidecar ``<module>.kernelrules.yaml``;
 ``call-site``
     a literal argument at a ``kernel[grid](...)`` launch in the same file;
+``comment``
+    a pointer type in the parameter's trailing comment (``k,  # *f32 [B, T, H, D]``);
 ``dataflow``
-    the kernel body: a parameter at the root of pointer arithmetic reaching
-    ``tl.load``/``tl.store``/``tl.atomic_*``/``tl.make_block_ptr`` is a pointer, a
+    the kernel body (:mod:`kernelrules.argflow`): a parameter at the root of pointer
+    arithmetic reaching ``tl.load``/``tl.store``/``tl.atomic_*``/``tl.make_block_ptr`` is a
+    pointer, a pointer whose loaded values are offsets or loop bounds holds integers, a
     parameter compared or combined with float literals is ``fp32``;
 ``naming``
     the parameter's name: a pointer's dtype (``*fp16`` unless the name says ``fp32``,
-    ``bf16``, ``fp8``, ``idx``, ...), ``eps``/``scale``/``alpha``/... are ``fp32``;
+    ``bf16``, ``fp8``, ``idx``, ...), ``eps``/``scale``/``alpha``/... are ``fp32``, a
+    ``stride`` is an integer whatever else its name says;
 ``default``
     an integer with no better evidence gets 4096 (divisible by 16, as aligned launches are).
 """
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from .argflow import PointerFlow, comment_types, descriptor_params, float_params, index_pointers, used_names
 from .discover import DiscoveredKernel, ParsedModule, cached_module
 from .errors import SignatureSpecError
 from .yamlio import LocatedDocument, load_file
@@ -38,7 +43,7 @@ from .yamlio import LocatedDocument, load_file
 DEFAULT_INT = 4096
 
 #: Provenance labels, strongest first.
-PROVENANCE = ("spec", "call-site", "dataflow", "naming", "default")
+PROVENANCE = ("spec", "call-site", "comment", "dataflow", "naming", "default")
 
 #: Scalar and pointer types a spec may name (the space file's schema).
 _DTYPES = "fp8e4nv|fp8e5|fp8e4b15|fp8e4b8|fp8e5b16|fp16|bf16|fp32|fp64|i1|i8|i16|i32|i64|u8|u16|u32|u64"
@@ -50,17 +55,10 @@ _FLOAT_TOKENS = frozenset({"eps", "epsilon", "scale", "alpha", "beta", "gamma", 
 #: Name tokens that mark an integer pointer, and which integer.
 _INT_POINTER_TOKENS = {"int": "*i32", "int32": "*i32", "i32": "*i32", "idx": "*i32", "index": "*i32",
                        "indices": "*i32", "offsets": "*i32", "ids": "*i32", "int64": "*i64", "i64": "*i64",
-                       "labels": "*i64", "label": "*i64", "targets": "*i64", "target": "*i64"}
+                       "labels": "*i64", "label": "*i64", "targets": "*i64", "target": "*i64",
+                       "seqlens": "*i32", "lens": "*i32", "lengths": "*i32", "counts": "*i32", "indptr": "*i32"}
 _FLOAT_POINTER_TOKENS = {"fp32": "*fp32", "f32": "*fp32", "float32": "*fp32", "fp8": "*fp8e4nv",
                          "bf16": "*bf16", "bfloat16": "*bf16", "fp16": "*fp16", "f16": "*fp16", "half": "*fp16"}
-#: ``tl.*`` functions whose pointer argument (keyword, position) roots a pointer.
-_POINTER_SINKS = {"load": ("pointer", 0), "store": ("pointer", 0), "make_block_ptr": ("base", 0),
-                  "make_tensor_descriptor": ("base", 0), "prefetch": ("pointer", 0)}
-#: Calls that keep their first argument's pointer-ness (``tl.advance(p, ...)``).
-_POINTER_PASSTHROUGH = ("advance", "broadcast_to", "reshape", "view", "expand_dims", "multiple_of",
-                        "max_contiguous", "max_constancy", "to")
-
-
 @dataclass
 class InferredSignature:
     """A launch signature for one kernel, with the source of every argument."""
@@ -69,6 +67,8 @@ class InferredSignature:
     spec: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    #: Missing arguments the body uses as tensor descriptors (``desc.load([m, k])``).
+    descriptors: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -197,129 +197,6 @@ def _call_site_value(value: Any) -> Any:
     return "fp32" if isinstance(value, float) else value
 
 
-# --------------------------------------------------------------------------- dataflow
-
-
-class _PointerFlow:
-    """Which parameters of a module's jit functions are pointers, by where they flow."""
-
-    def __init__(self, module: ParsedModule) -> None:
-        self.module = module
-        self.pointers: dict[str, set[str]] = {name: set() for name in module.jit_functions}
-        self._solve()
-
-    def _solve(self) -> None:
-        """Iterate to a fixpoint: pointers passed to helpers' pointer parameters count too."""
-        changed = True
-        while changed:
-            changed = False
-            for name, func in self.module.jit_functions.items():
-                found = self._function_pointers(func)
-                if not found <= self.pointers[name]:
-                    self.pointers[name] |= found
-                    changed = True
-
-    def _function_pointers(self, func: ast.FunctionDef) -> set[str]:
-        params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
-        roots = self._local_roots(func, params)
-        found: set[str] = set()
-        for node in ast.walk(func):
-            if not isinstance(node, ast.Call):
-                continue
-            for arg in self._pointer_arguments(node):
-                found |= self._roots(arg, roots)
-        for node in ast.walk(func):  # p.dtype.element_ty: only pointers have an element type
-            if isinstance(node, ast.Attribute) and node.attr == "element_ty":
-                inner = node.value
-                if isinstance(inner, ast.Attribute) and inner.attr == "dtype" and isinstance(inner.value, ast.Name):
-                    found |= roots.get(inner.value.id, set())
-        return found & params
-
-    def _local_roots(self, func: ast.FunctionDef, params: set[str]) -> dict[str, set[str]]:
-        """Each name -> the parameters at the root of its pointer arithmetic (flow-insensitive)."""
-        roots: dict[str, set[str]] = {p: {p} for p in params}
-        changed = True
-        while changed:
-            changed = False
-            for node in ast.walk(func):
-                if isinstance(node, ast.Assign):
-                    targets, value = node.targets, node.value
-                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                    targets, value = [node.target], node.value
-                else:
-                    continue
-                found = self._roots(value, roots)
-                for target in targets:
-                    if isinstance(target, ast.Name) and not found <= roots.setdefault(target.id, set()):
-                        roots[target.id] |= found
-                        changed = True
-        return roots
-
-    def _roots(self, node: ast.expr, roots: Mapping[str, set[str]]) -> set[str]:
-        """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains."""
-        if isinstance(node, ast.Name):
-            return set(roots.get(node.id, ()))
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            left = self._roots(node.left, roots)
-            return left or (self._roots(node.right, roots) if isinstance(node.op, ast.Add) else set())
-        if isinstance(node, ast.Subscript):
-            return self._roots(node.value, roots)
-        if isinstance(node, ast.IfExp):
-            return self._roots(node.body, roots) | self._roots(node.orelse, roots)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POINTER_PASSTHROUGH:
-            if node.func.attr == "to":
-                return self._roots(node.func.value, roots)
-            return self._roots(node.args[0], roots) if node.args else set()
-        return set()
-
-    def _pointer_arguments(self, call: ast.Call) -> list[ast.expr]:
-        """Arguments of ``call`` that must be pointers (tl sinks, helpers' pointer parameters)."""
-        func = call.func
-        if isinstance(func, ast.Attribute):
-            attr = func.attr
-            if attr.startswith("atomic_"):
-                keyword, position = "pointer", 0
-            elif attr in _POINTER_SINKS:
-                keyword, position = _POINTER_SINKS[attr]
-            else:
-                return []
-            for kw in call.keywords:
-                if kw.arg == keyword:
-                    return [kw.value]
-            return [call.args[position]] if len(call.args) > position else []
-        if isinstance(func, ast.Name) and func.id in self.module.jit_functions:
-            helper = self.module.jit_functions[func.id]
-            names = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
-            pointer_names = self.pointers[func.id]
-            out = [arg for name, arg in zip(names, call.args) if name in pointer_names]
-            out += [kw.value for kw in call.keywords if kw.arg in pointer_names]
-            return out
-        return []
-
-
-def _float_params(func: ast.FunctionDef, params: set[str]) -> set[str]:
-    """Parameters compared with, or combined arithmetically with, a float literal."""
-    found: set[str] = set()
-    for node in ast.walk(func):
-        if isinstance(node, ast.BinOp):
-            pairs = [(node.left, node.right), (node.right, node.left)]
-        elif isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            pairs = [(a, b) for a in operands for b in operands if a is not b]
-        else:
-            continue
-        for name_node, other in pairs:
-            if (isinstance(name_node, ast.Name) and name_node.id in params
-                    and isinstance(other, ast.Constant) and isinstance(other.value, float)):
-                found.add(name_node.id)
-    return found
-
-
-def _used_names(func: ast.FunctionDef) -> set[str]:
-    """Names the body reads."""
-    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
 # --------------------------------------------------------------------------- naming
 
 
@@ -337,6 +214,12 @@ def pointer_dtype_from_name(name: str) -> str:
         if token in _INT_POINTER_TOKENS:
             return _INT_POINTER_TOKENS[token]
     return "*fp16"
+
+
+def looks_like_stride(name: str) -> bool:
+    """Whether a name says stride (``stride_xm``, ``X_row_stride``, ``Mean_ptr_row_stride``): an integer,
+    whatever else the name holds (``ptr``, ``scale``, ``beta``)."""
+    return any(t.startswith("stride") for t in _tokens(name))
 
 
 def looks_like_pointer(name: str) -> bool:
@@ -411,21 +294,41 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
     """Dataflow and naming evidence from the kernel's body, then integer defaults."""
     module = cached_module(kernel.path)
     func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
-    pointers = _PointerFlow(module).pointers.get(kernel.name, set()) if func is not None else set()
-    floats = _float_params(func, set(runtime)) if func is not None else set()
-    used = _used_names(func) if func is not None else set()
+    pointers = PointerFlow(module).pointers.get(kernel.name, set()) if func is not None else set()
+    floats = float_params(func, set(runtime)) if func is not None else set()
+    used = used_names(func) if func is not None else set()
+    result.descriptors = sorted(descriptor_params(func) & set(runtime)) if func is not None else []
     for name in runtime:
+        if name in result.descriptors:
+            continue  # a host TensorDescriptor: no stand-in yet, so the kernel needs a spec or a trace
         if name in pointers:
             result.set(name, pointer_dtype_from_name(name), "naming")
+        elif looks_like_stride(name):
+            result.set(name, DEFAULT_INT, "default")
         elif looks_like_pointer(name):
             result.set(name, pointer_dtype_from_name(name), "naming")
         elif name in floats:
             result.set(name, "fp32", "dataflow")
-        elif looks_like_float(name):
+        elif looks_like_float(name) and not looks_like_int(name):  # scale_cols, n_heads_scale: a count
             result.set(name, "fp32", "naming")
-        elif name in used or looks_like_int(name):
+        elif name in used or looks_like_int(name) or func is not None:
+            # Read as an integer, or never read at all (``q += off`` with no load, a parameter kept for
+            # API compatibility): no value can change how an unread argument compiles.
             result.set(name, DEFAULT_INT, "default")
+    if func is not None:
+        _apply_argflow(module, kernel.name, func, result, pointers & set(runtime))
     _guess_unit_strides(result, runtime)
+
+
+def _apply_argflow(module: ParsedModule, name: str, func: ast.FunctionDef, result: InferredSignature,
+                   pointers: set[str]) -> None:
+    """Pointers whose loaded values are used as integers hold integers; a type comment is the author's."""
+    for param in index_pointers(module, name, pointers):
+        wide = any(t in ("int64", "i64", "labels", "label", "targets", "target") for t in _tokens(param))
+        result.set(param, "*i64" if wide else "*i32", "dataflow")
+    for param, text in comment_types(module.source.splitlines(), func).items():
+        if param in pointers or looks_like_pointer(param):
+            result.set(param, text, "comment")
 
 
 def _guess_unit_strides(result: InferredSignature, runtime: list[str]) -> None:
@@ -453,6 +356,7 @@ def _guess_unit_strides(result: InferredSignature, runtime: list[str]) -> None:
 _PROVENANCE_NOTES = {
     "spec": "from the spec",
     "call-site": "literal at a launch in this file",
+    "comment": "from the parameter's comment in the source",
     "dataflow": "from how the kernel uses it",
     "naming": "guessed from the name; check the dtype",
     "default": "default integer (divisible by 16); give the real value if it matters",

@@ -199,6 +199,53 @@ def test_stacked_decorators_debug_and_helper(tmp_path, stand_in_driver, keys, mo
     assert ours == theirs
 
 
+#: DECORATED written with calls (unsloth's form), each ``def`` on the line of its first decorator there.
+CALLED = '''\
+import triton
+import triton.language as tl
+
+SCALE = tl.constexpr(2)
+
+
+def helper(x):
+    return x * SCALE
+helper = triton.jit(helper)
+
+
+def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(y_ptr + offs, helper(tl.load(x_ptr + offs)))
+    else:
+        tl.store(y_ptr + offs, helper(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+
+scale = triton.jit(scale, do_not_specialize=["n"], debug=True)
+scale = triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2)], key=["n"])(scale)
+scale = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(scale)
+'''
+
+
+def test_jit_made_by_calls_keys_as_the_jit_and_as_decorators(tmp_path, stand_in_driver, keys, monkeypatch):
+    """``f = triton.jit(f, **options)`` then wrappers: the loaded JITFunction is the one the import
+    makes (same source, first line, options, helper), and the compile is the decorated form's."""
+    assert CALLED.splitlines()[6] == "def helper(x):" and DECORATED.splitlines()[6] == "@triton.jit"
+    assert CALLED.splitlines()[11].startswith("def scale(") and DECORATED.splitlines()[11].startswith("@triton.heur")
+    called, decorated = tmp_path / "called.py", tmp_path / "decorated.py"
+    called.write_text(CALLED)
+    decorated.write_text(DECORATED)
+    imported = _import(called, monkeypatch).scale.fn.fn  # heuristics -> autotune -> JITFunction
+    loaded = load_kernel(called, "scale").fn
+    assert (loaded.__name__, loaded.starting_line_number, loaded.src) == ("scale", 12, imported.src)
+    assert loaded.do_not_specialize == imported.do_not_specialize and loaded.debug is True
+    assert loaded.cache_key == imported.cache_key == load_kernel(decorated, "scale").fn.cache_key
+    x = torch.empty(16, dtype=torch.float32)
+    config, signature = {"BLOCK": 64, "EVEN": True}, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": 4096}
+    theirs = _jit_key(imported, stand_in_driver, keys, 90, [x, x, 4096], config, {"num_warps": 2})
+    ours = _our_key(called, "scale", signature, config, {"num_warps": 2}, 90, keys)
+    assert ours == theirs == _our_key(decorated, "scale", signature, config, {"num_warps": 2}, 90, keys)
+
+
 def test_triton_debug_is_a_launch_option(stand_in_driver, keys, monkeypatch):
     """``TRITON_DEBUG=1`` makes every launch compile with ``debug=True``; so do we."""
     from triton import knobs

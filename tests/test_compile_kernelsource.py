@@ -164,3 +164,48 @@ def test_reduced_module_compiles(tmp_path):
     assert result.ok, result.details
     assert result.specialization["signature"]["n"] == "i32"  # do_not_specialize: not a constexpr
     assert "n" not in result.specialization["attrs"]
+
+
+CALLED_FILE = '''\
+import triton
+import triton.language as tl
+from triton import jit
+import numpy_not_installed_anywhere as np
+
+
+def _twice(x):
+    return x * 2
+_twice = triton.jit(_twice)
+
+
+def _impl(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, _twice(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+kernel = jit(_impl, do_not_specialize=["n"], launch_metadata=np.hook)
+kernel = triton.heuristics({"X": lambda args: 1})(kernel)
+tuned = triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["n"])(kernel)
+
+
+@triton.jit
+def decorated(x_ptr):
+    pass
+decorated = triton.autotune(configs=[], key=[])(decorated)
+'''
+
+
+def test_jit_functions_made_by_calls_load_under_their_bound_names(tmp_path):
+    path = write(tmp_path, CALLED_FILE)
+    assert list_kernels(path) == ["decorated", "_twice", "kernel", "tuned"]
+    handle = load_kernel(path, "kernel")
+    assert type(handle.fn).__name__ == "JITFunction" and handle.fn.__name__ == "_impl"  # the def's own name
+    assert handle.line == 12 and handle.fn.starting_line_number == 12  # the def: no decorator above it
+    assert handle.fn.do_not_specialize == ["n"]  # literal options kept, the rest (launch_metadata) dropped
+    assert handle.unresolved_globals == ()  # `_twice` is the jit function the file makes
+    assert load_kernel(path, "tuned").fn is handle.fn  # wrapped under another name: the same JITFunction
+    assert load_kernel(path, "decorated").fn.__name__ == "decorated"  # a re-wrapped decorated def still loads
+    # the source hash covers the call's options as it covers a decorator's
+    changed = write(tmp_path, CALLED_FILE.replace('do_not_specialize=["n"]', 'do_not_specialize=["x_ptr"]'), "v.py")
+    assert kernel_source_hash(changed, "kernel") != handle.source_hash
+    with pytest.raises(KernelSourceError, match="not decorated with @triton.jit") as info:
+        load_kernel(path, "_impl")
+    assert "triton.jit(func)" in info.value.hint

@@ -338,3 +338,91 @@ def k(x_ptr, n, BLOCK: "tl.constexpr" = 128, EVEN: tl.constexpr = False):
     kernel, problems = only_kernel(write(tmp_path, source))
     assert kernel.heuristics == {"EVEN": 'lambda args: args["n"] % args["BLOCK"] == 0'}
     assert kernel.param("BLOCK").annotation == '"tl.constexpr"' and kernel.param("BLOCK").default == 128
+
+
+# --------------------------------------------------------------------------- jit functions made by calls
+
+
+CALL_FORMS = HEADER + """
+def _twice(x):
+    return x * 2
+_twice = triton.jit(_twice)
+
+
+def _forward(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, _twice(tl.load(x_ptr + offs)))
+_forward = triton.jit(_forward, do_not_specialize=("n",))
+_forward = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(_forward)
+
+
+def _impl(x_ptr, n, m, BLOCK: tl.constexpr):
+    pass
+kernel = triton.jit(do_not_specialize=[2])(_impl)
+tuned = triton.autotune(configs=[triton.Config({"BLOCK": 32}, num_warps=2)], key=["n"])(
+    triton.jit(_impl))
+
+
+@triton.jit
+def decorated(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+decorated_tuned = triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["n"])(decorated)
+"""
+
+
+def test_call_forms_are_kernels_under_the_names_launches_use(tmp_path):
+    result = discover([write(tmp_path, CALL_FORMS)])
+    assert result.problems == []
+    kernels = {k.name: k for k in result.kernels}
+    # the def each name is made from gives its line and params; `_impl` itself is a plain function
+    assert [(k.name, k.line) for k in result.kernels] == [
+        ("_twice", 4), ("_forward", 9), ("kernel", 16), ("tuned", 16), ("decorated", 24), ("decorated_tuned", 24)]
+    forward = kernels["_forward"]
+    assert [p.name for p in forward.params] == ["x_ptr", "n", "BLOCK", "EVEN"]
+    assert [p.name for p in forward.params if p.constexpr] == ["BLOCK", "EVEN"]
+    assert forward.heuristics == {"EVEN": 'lambda args: args["n"] % args["BLOCK"] == 0'}
+    assert forward.do_not_specialize == ["n"] and forward.autotune is None
+    assert forward.decorator_line == 13  # the outermost wrapper, as the top decorator would be
+    assert forward.helpers == ["_twice"] and not forward.is_helper
+    # a jit function returning a value and called by a kernel is a helper, under its bound name
+    assert kernels["_twice"].is_helper and kernels["_twice"].called_by == ["k.py:_forward"]
+    assert kernels["kernel"].do_not_specialize == ["m"] and kernels["kernel"].autotune is None
+    assert [kernels[n].def_name for n in ("_forward", "kernel", "tuned", "decorated_tuned")] == [
+        "_forward", "_impl", "_impl", "decorated"]  # what Triton's JITFunction (and a trace) calls it
+    assert [p.name for p in kernels["kernel"].params] == ["x_ptr", "n", "m", "BLOCK"]
+    tuned = kernels["tuned"]
+    assert tuned.autotune.key == ["n"] and tuned.do_not_specialize == []
+    assert [s.config.to_dict() for s in tuned.autotune.configs] == [{"BLOCK": 32, "num_warps": 2}]
+    assert (tuned.autotune.line, tuned.decorator_line) == (19, 19)
+    # a decorated kernel wrapped under another name is both: the bare one and the autotuned one
+    assert kernels["decorated"].autotune is None
+    assert [s.config.to_dict() for s in kernels["decorated_tuned"].autotune.configs] == [{"BLOCK": 64}]
+
+
+def test_call_forms_under_aliases_and_rewraps_of_decorated_kernels(tmp_path):
+    source = (
+        "import triton as tt\nfrom triton import jit as J, heuristics\nimport triton.language as tl\n"
+        "def a(x, B: tl.constexpr):\n    pass\na = J(a)\n"
+        "def b(x, B: tl.constexpr, E: tl.constexpr):\n    pass\n"
+        "b = heuristics({'E': lambda args: True})(tt.jit(b))\n"
+        "@tt.jit\ndef c(x, B: tl.constexpr):\n    pass\n"
+        "c = tt.autotune(configs=[tt.Config({'B': 16})], key=[])(c)\n")
+    result = discover([write(tmp_path, source)])
+    assert result.problems == []
+    assert [(k.name, k.line) for k in result.kernels] == [("a", 4), ("b", 7), ("c", 11)]
+    a, b, c = result.kernels
+    assert a.heuristics == {} and b.heuristics == {"E": "lambda args: True"}
+    assert [s.config.to_dict() for s in c.autotune.configs] == [{"B": 16}] and c.decorator_line == 13
+
+
+def test_calls_that_do_not_make_jit_functions(tmp_path):
+    source = HEADER + (
+        "import numba\nimport functools\n"
+        "def f(x):\n    pass\nf = numba.jit(f)\n"                        # not triton's jit
+        "def g(x):\n    pass\ng = triton.jit(g)\ng = functools.lru_cache(g)\n"  # rebound to something else
+        "def h(x):\n    pass\nh = triton.jit(h, *opts)\n"                 # arguments not read
+        "k = triton.jit(undefined)\nm = triton.jit(lambda x: x)\n"       # no def of the module
+        "@functools.cache\ndef n(x):\n    pass\nn = triton.jit(n)\n"      # a decorated def
+        "def p(x):\n    pass\nq = triton.heuristics({})(p)\n")           # a wrapper without jit
+    result = discover([write(tmp_path, source)])
+    assert result.kernels == [] and result.problems == []

@@ -61,7 +61,7 @@ def test_needs_spec_and_bad_files_never_crash(run_cli, tmp_path):
 
         @triton.jit
         def opaque(x_ptr, BLOCK: tl.constexpr, mystery):
-            tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+            tl.store(x_ptr + tl.arange(0, BLOCK), mystery.load([0]))
         """))
     result = run_cli("lint", ".", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "cache")
     assert result.returncode == 1 and "Traceback" not in result.stderr
@@ -273,3 +273,51 @@ def test_inductor_output_is_linted_from_its_triton_meta_without_running_it(run_c
     assert set(kernel["signature_provenance"].values()) == {"inductor"}
     assert "size hints" in kernel["message"]
     assert [r["config"]["XBLOCK"] for r in kernel["results"]] == [128, 256, 512, 1024]
+
+
+CALL_FORM = '''\
+import triton
+import triton.language as tl
+raise RuntimeError("lint must never run this module")
+
+
+def _twice(x):
+    return x * 2
+_twice = triton.jit(_twice)
+
+
+def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(y_ptr + offs, _twice(tl.load(x_ptr + offs)))
+    else:
+        tl.store(y_ptr + offs, _twice(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+add_kernel = triton.jit(add_kernel)
+add_kernel = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(add_kernel)
+'''
+
+
+def test_jit_functions_made_by_calls_are_compiled_like_decorated_ones(run_cli, tmp_path):
+    """``f = triton.jit(f)`` (unsloth's form): discovered, compiled at the compiled stage, and judged
+    as the same kernel written with decorators is."""
+    (tmp_path / "called.py").write_text(CALL_FORM)
+    decorated = CALL_FORM.replace("def _twice", "@triton.jit\ndef _twice").replace(
+        "def add_kernel", '@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})\n'
+                          "@triton.jit\ndef add_kernel")
+    (tmp_path / "decorated.py").write_text("\n".join(
+        line for line in decorated.splitlines() if not line.startswith(("_twice =", "add_kernel ="))) + "\n")
+    result = run_cli("lint", "called.py", "decorated.py", "--arch", "hopper", "--format", "json", "--cache-dir", "c")
+    assert "Traceback" not in result.stderr and result.returncode == 0, result.stderr
+    kernels = {Path(k["path"]).name: k for k in json.loads(result.stdout)["kernels"]}
+    assert set(kernels) == {"called.py", "decorated.py"}  # `_twice` is a helper in both
+    called, reference = kernels["called.py"], kernels["decorated.py"]
+    assert (called["name"], called["line"], called["status"]) == ("add_kernel", 11, "analyzed")
+    assert called["signature_provenance"]["EVEN"] == "heuristics"
+
+    def judged(kernel):
+        return [({**r["config"]}, r["arch"], r["verdict"],
+                 {k: v for k, v in r["facts"].items() if k not in ("compile_seconds", "compile_message")})
+                for r in kernel["results"]]
+
+    assert judged(called) and all(r["facts"]["compile_status"] == "ok" for r in called["results"])
+    assert judged(called) == judged(reference)

@@ -125,6 +125,14 @@ def halve_bits(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
 
 
 @triton.jit
+def needs_doubles(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.static_assert(x.dtype == tl.float64, "doubles only")
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+@triton.jit
 def calls_nothing(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, tl.not_a_function(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
@@ -132,16 +140,20 @@ def calls_nothing(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
 
 
 def test_guessed_argument_types_that_do_not_type_check_are_ours_not_cmp001(run_cli, tmp_path):
-    """An integer kernel whose pointers are only guessed fp16 (then bf16): a type error is needs-spec
-    naming the guessed arguments; the same error with the types given in a spec stays CMP001, and so
-    does an error no argument type can cause (an unknown tl function)."""
+    """Pointers only guessed fp16: an integer kernel compiles with the next types tried (bf16, fp32, i8) and
+    is analyzed as i8; a type error no tried type fixes is needs-spec naming the guessed arguments; the
+    same error with the types given in a spec stays CMP001, and so does an error no argument type can
+    cause (an unknown tl function)."""
     (tmp_path / "ints.py").write_text(TYPE_GUESSES)
     report = lint_json(run_cli, tmp_path, str(tmp_path / "ints.py"))
     kernels = {k["name"]: k for k in report["kernels"]}
     halve = kernels["halve_bits"]
-    assert halve["status"] == "needs-spec", halve
-    assert "guessed arguments x_ptr=*" in halve["message"] and "\n" not in halve["message"]
-    assert "kernelrules spec" in halve["message"]
+    assert halve["status"] == "analyzed", halve
+    assert halve["signature_provenance"]["x_ptr"] == "naming (i8: fp16 did not compile)"
+    doubles = kernels["needs_doubles"]
+    assert doubles["status"] == "needs-spec", doubles
+    assert "guessed arguments x_ptr=*" in doubles["message"] and "\n" not in doubles["message"]
+    assert "kernelrules spec" in doubles["message"]
     cmp001 = {f["kernel"] for f in report["findings"] if f["code"] == "CMP001"}
     assert cmp001 == {"calls_nothing"}
     (tmp_path / "spec.yaml").write_text(

@@ -55,7 +55,7 @@ def test_dataflow_finds_pointers_without_ptr_names(tmp_path):
     assert sig.complete
 
 
-def test_float_by_dataflow_and_missing_unused(tmp_path):
+def test_float_by_dataflow_and_unused_arguments_get_a_default(tmp_path):
     kernel = kernel_in(tmp_path, """
         @triton.jit
         def kern(x_ptr, thresh, unused):
@@ -66,7 +66,8 @@ def test_float_by_dataflow_and_missing_unused(tmp_path):
         """)
     sig = infer_signature(kernel, use_sidecar=False)
     assert sig.spec["thresh"] == "fp32" and sig.provenance["thresh"] == "dataflow"
-    assert sig.missing == ["unused"] and not sig.complete
+    # Never read: no value changes how it compiles, so the default integer, labelled a default.
+    assert sig.spec["unused"] == 4096 and sig.provenance["unused"] == "default" and sig.complete
 
 
 def test_call_site_literals(tmp_path):
@@ -140,7 +141,13 @@ def test_skeleton_round_trips(tmp_path):
         """)
     out = tmp_path / "mod.kernelrules.yaml"
     text = write_spec_skeleton([kernel], out)
-    assert 'x_ptr: "*fp16"' in text and "# naming" in text and "unused: TODO" in text and "# default" in text
+    assert 'x_ptr: "*fp16"' in text and "# naming" in text and "unused: 4096" in text and "# default" in text
+    # An argument nothing types (the kernel's source could not be read) is a TODO the loader refuses.
+    sig = infer_signature(kernel, use_sidecar=False)
+    del sig.spec["unused"], sig.provenance["unused"]
+    sig.missing = ["unused"]
+    text = write_spec_skeleton([kernel], out, {"kern": sig})
+    assert "unused: TODO" in text
     with pytest.raises(SignatureSpecError, match="TODO"):
         load_spec_file(out)
     out.write_text(text.replace("TODO", "i32"))

@@ -1,0 +1,302 @@
+"""What a kernel's body says about its arguments' types (dataflow evidence for signatures).
+
+* :class:`PointerFlow`: a parameter at the root of pointer arithmetic that reaches
+  ``tl.load``/``tl.store``/``tl.atomic_*``/``tl.make_block_ptr`` is a pointer;
+* :func:`float_params`: a parameter compared or combined with a float literal is a float;
+* :func:`index_pointers`: a pointer whose loaded values are used as offsets of other
+  pointers, as loop bounds or as integer loop-carried sums holds integers (``*i32``): a
+  float there does not compile, so a float guess for it can only fail;
+* :func:`comment_types`: a type written in a parameter's trailing comment
+  (``k,  # *f32 [B, T, H, D]``), as several packages document their kernels.
+
+Only ``ast`` is read; nothing of the user's module runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Mapping
+
+from .discover import ParsedModule
+
+#: ``tl.*`` functions whose pointer argument (keyword, position) roots a pointer.
+_POINTER_SINKS = {"load": ("pointer", 0), "store": ("pointer", 0), "make_block_ptr": ("base", 0),
+                  "make_tensor_descriptor": ("base", 0), "prefetch": ("pointer", 0)}
+#: Calls that keep their first argument's pointer-ness (``tl.advance(p, ...)``).
+_POINTER_PASSTHROUGH = ("advance", "broadcast_to", "reshape", "view", "expand_dims", "multiple_of",
+                        "max_contiguous", "max_constancy", "to")
+
+
+class PointerFlow:
+    """Which parameters of a module's jit functions are pointers, by where they flow."""
+
+    def __init__(self, module: ParsedModule) -> None:
+        self.module = module
+        self.pointers: dict[str, set[str]] = {name: set() for name in module.jit_functions}
+        self._solve()
+
+    def _solve(self) -> None:
+        """Iterate to a fixpoint: pointers passed to helpers' pointer parameters count too."""
+        changed = True
+        while changed:
+            changed = False
+            for name, func in self.module.jit_functions.items():
+                found = self._function_pointers(func)
+                if not found <= self.pointers[name]:
+                    self.pointers[name] |= found
+                    changed = True
+
+    def _function_pointers(self, func: ast.FunctionDef) -> set[str]:
+        params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+        roots = self.local_roots(func, params)
+        found: set[str] = set()
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            for arg in self._pointer_arguments(node):
+                found |= self.roots(arg, roots)
+        for node in ast.walk(func):  # p.dtype.element_ty: only pointers have an element type
+            if isinstance(node, ast.Attribute) and node.attr == "element_ty":
+                inner = node.value
+                if isinstance(inner, ast.Attribute) and inner.attr == "dtype" and isinstance(inner.value, ast.Name):
+                    found |= roots.get(inner.value.id, set())
+        return found & params
+
+    def local_roots(self, func: ast.FunctionDef, params: set[str]) -> dict[str, set[str]]:
+        """Each name -> the parameters at the root of its pointer arithmetic (flow-insensitive)."""
+        roots: dict[str, set[str]] = {p: {p} for p in params}
+        changed = True
+        while changed:
+            changed = False
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                    targets, value = [node.target], node.value
+                else:
+                    continue
+                found = self.roots(value, roots)
+                for target in targets:
+                    if isinstance(target, ast.Name) and not found <= roots.setdefault(target.id, set()):
+                        roots[target.id] |= found
+                        changed = True
+        return roots
+
+    def roots(self, node: ast.expr, roots: Mapping[str, set[str]]) -> set[str]:
+        """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains."""
+        if isinstance(node, ast.Name):
+            return set(roots.get(node.id, ()))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            left = self.roots(node.left, roots)
+            return left or (self.roots(node.right, roots) if isinstance(node.op, ast.Add) else set())
+        if isinstance(node, ast.Subscript):
+            return self.roots(node.value, roots)
+        if isinstance(node, ast.IfExp):
+            return self.roots(node.body, roots) | self.roots(node.orelse, roots)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POINTER_PASSTHROUGH:
+            if node.func.attr == "to":
+                return self.roots(node.func.value, roots)
+            return self.roots(node.args[0], roots) if node.args else set()
+        return set()
+
+    def _pointer_arguments(self, call: ast.Call) -> list[ast.expr]:
+        """Arguments of ``call`` that must be pointers (tl sinks, helpers' pointer parameters)."""
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            attr = func.attr
+            if attr.startswith("atomic_"):
+                keyword, position = "pointer", 0
+            elif attr in _POINTER_SINKS:
+                keyword, position = _POINTER_SINKS[attr]
+            else:
+                return []
+            for kw in call.keywords:
+                if kw.arg == keyword:
+                    return [kw.value]
+            return [call.args[position]] if len(call.args) > position else []
+        if isinstance(func, ast.Name) and func.id in self.module.jit_functions:
+            helper = self.module.jit_functions[func.id]
+            names = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
+            pointer_names = self.pointers[func.id]
+            out = [arg for name, arg in zip(names, call.args) if name in pointer_names]
+            out += [kw.value for kw in call.keywords if kw.arg in pointer_names]
+            return out
+        return []
+
+
+def float_params(func: ast.FunctionDef, params: set[str]) -> set[str]:
+    """Parameters compared with, or combined arithmetically with, a float literal."""
+    found: set[str] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.BinOp):
+            pairs = [(node.left, node.right), (node.right, node.left)]
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            pairs = [(a, b) for a in operands for b in operands if a is not b]
+        else:
+            continue
+        for name_node, other in pairs:
+            if (isinstance(name_node, ast.Name) and name_node.id in params
+                    and isinstance(other, ast.Constant) and isinstance(other.value, float)):
+                found.add(name_node.id)
+    return found
+
+
+def used_names(func: ast.FunctionDef) -> set[str]:
+    """Names the body reads."""
+    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+# --------------------------------------------------------------------------- index pointers
+
+#: ``tl`` loops whose bounds must be integers (``tl.static_range`` needs constexprs: not ours).
+_RANGES = ("range", "tl.range")
+
+
+def _is_load(node: ast.AST) -> bool:
+    func = node.func if isinstance(node, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr == "load" and isinstance(func.value, ast.Name)
+
+
+def _load_pointer(call: ast.Call) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == "pointer":
+            return kw.value
+    return call.args[0] if call.args else None
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+class _IndexFlow:
+    """Pointer parameters whose loaded values the body uses as integers."""
+
+    def __init__(self, flow: PointerFlow, func: ast.FunctionDef, pointers: set[str]) -> None:
+        params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+        self.flow, self.func, self.pointers = flow, func, pointers
+        self.roots = flow.local_roots(func, params)
+        self.loaded = self._loaded_names()
+
+    def _pointer_roots(self, node: ast.expr) -> set[str]:
+        return self.flow.roots(node, self.roots) & self.pointers
+
+    def sources(self, node: ast.expr) -> set[str]:
+        """Pointer parameters whose loaded values flow into ``node``."""
+        if isinstance(node, ast.Name):
+            return set(self.loaded.get(node.id, ()))
+        if _is_load(node):  # its value comes from what the pointer points at, not from the offsets
+            pointer = _load_pointer(node)
+            return self._pointer_roots(pointer) if pointer is not None else set()
+        found: set[str] = set()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                found |= self.sources(child)
+        return found
+
+    def _loaded_names(self) -> dict[str, set[str]]:
+        """Each local name -> the pointer parameters whose loaded values reach it (a fixpoint)."""
+        self.loaded: dict[str, set[str]] = {}
+        changed = True
+        while changed:
+            changed = False
+            for node in ast.walk(self.func):
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                    targets, value = [node.target], node.value
+                else:
+                    continue
+                found = self.sources(value)
+                for target in targets:
+                    if isinstance(target, ast.Name) and not found <= self.loaded.setdefault(target.id, set()):
+                        self.loaded[target.id] |= found
+                        changed = True
+        return self.loaded
+
+    def integer_uses(self) -> set[str]:
+        """Pointers whose loaded values are offsets of a pointer, loop bounds or int loop sums."""
+        found: set[str] = set()
+        for node in ast.walk(self.func):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+                if self._pointer_roots(node.left):
+                    found |= self.sources(node.right)
+                if isinstance(node.op, ast.Add) and self._pointer_roots(node.right):
+                    found |= self.sources(node.left)
+            elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and _dotted(node.iter.func) in _RANGES:
+                for arg in node.iter.args:
+                    found |= self.sources(arg)
+        found |= self._int_loop_sums()
+        return found & self.pointers
+
+    def _int_loop_sums(self) -> set[str]:
+        """``s = 0`` then ``s += tl.load(p...)`` inside a loop: the loop-carried ``s`` stays an int."""
+        int_names = {t.id for node in ast.walk(self.func) if isinstance(node, ast.Assign)
+                     for t in node.targets if isinstance(t, ast.Name)
+                     and isinstance(node.value, ast.Constant) and type(node.value.value) is int}
+        found: set[str] = set()
+        for loop in ast.walk(self.func):
+            if isinstance(loop, (ast.For, ast.While)):
+                for node in ast.walk(loop):
+                    if (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
+                            and node.target.id in int_names):
+                        found |= self.sources(node.value)
+        return found
+
+
+def index_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> set[str]:
+    """Pointer parameters of ``kernel`` whose loaded values it uses as integers."""
+    func = module.jit_functions.get(kernel)
+    if func is None or not pointers:
+        return set()
+    return _IndexFlow(PointerFlow(module), func, pointers).integer_uses()
+
+
+# --------------------------------------------------------------------------- type comments
+
+_COMMENT_TYPES = {"f32": "fp32", "fp32": "fp32", "float32": "fp32", "float": "fp32", "f16": "fp16",
+                  "fp16": "fp16", "float16": "fp16", "half": "fp16", "bf16": "bf16", "bfloat16": "bf16",
+                  "f64": "fp64", "fp64": "fp64", "i32": "i32", "int32": "i32", "i64": "i64", "int64": "i64",
+                  "i8": "i8", "int8": "i8", "u8": "u8", "uint8": "u8", "i16": "i16", "int16": "i16",
+                  "fp8": "fp8e4nv", "f8": "fp8e4nv", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5"}
+_POINTER_COMMENT = re.compile(r"#\s*\*\s*([A-Za-z0-9]+)\b")
+
+
+def comment_types(source_lines: list[str], func: ast.FunctionDef) -> dict[str, str]:
+    """Pointer types written after a parameter on its own line: ``k,  # *f32 [B, T, H, D]`` -> ``*fp32``.
+
+    Only a line that holds exactly one parameter counts, so the comment is that parameter's.
+    """
+    args = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
+    per_line: dict[int, list[ast.arg]] = {}
+    for arg in args:
+        per_line.setdefault(arg.lineno, []).append(arg)
+    found: dict[str, str] = {}
+    for line, on_line in per_line.items():
+        if len(on_line) != 1 or not 0 < line <= len(source_lines):
+            continue
+        match = _POINTER_COMMENT.search(source_lines[line - 1])
+        if match and match.group(1).lower() in _COMMENT_TYPES:
+            found[on_line[0].arg] = "*" + _COMMENT_TYPES[match.group(1).lower()]
+    return found
+
+
+# --------------------------------------------------------------------------- tensor descriptors
+
+#: Methods of a ``tl.tensor_descriptor`` argument (a host ``TensorDescriptor`` at launch).
+_DESCRIPTOR_METHODS = ("load", "store", "gather", "scatter", "atomic_add", "atomic_min", "atomic_max",
+                       "atomic_and", "atomic_or", "atomic_xor")
+
+
+def descriptor_params(func: ast.FunctionDef) -> set[str]:
+    """Parameters the body uses as tensor descriptors: ``desc.load([m, k])``, ``desc.store(...)``."""
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    return {node.func.value.id for node in ast.walk(func)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _DESCRIPTOR_METHODS and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in params}
