@@ -28,6 +28,20 @@ _POINTER_PASSTHROUGH = ("advance", "broadcast_to", "reshape", "view", "expand_di
                         "max_contiguous", "max_constancy", "to")
 
 
+#: The last modules' pointer flows, by module object (each module is parsed once per run).
+_FLOWS: dict[int, tuple[ParsedModule, "PointerFlow"]] = {}
+
+
+def pointer_flow(module: ParsedModule) -> "PointerFlow":
+    """:class:`PointerFlow` of ``module``, solved once per module however many kernels ask."""
+    cached = _FLOWS.get(id(module))
+    if cached is None or cached[0] is not module:
+        if len(_FLOWS) >= 64:
+            _FLOWS.clear()
+        cached = _FLOWS[id(module)] = (module, PointerFlow(module))
+    return cached[1]
+
+
 class PointerFlow:
     """Which parameters of a module's jit functions are pointers, by where they flow."""
 
@@ -254,7 +268,7 @@ def index_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> set
     func = module.jit_functions.get(kernel)
     if func is None or not pointers:
         return set()
-    return _IndexFlow(PointerFlow(module), func, pointers).integer_uses()
+    return _IndexFlow(pointer_flow(module), func, pointers).integer_uses()
 
 
 # --------------------------------------------------------------------------- type comments
@@ -264,11 +278,13 @@ _COMMENT_TYPES = {"f32": "fp32", "fp32": "fp32", "float32": "fp32", "float": "fp
                   "f64": "fp64", "fp64": "fp64", "i32": "i32", "int32": "i32", "i64": "i64", "int64": "i64",
                   "i8": "i8", "int8": "i8", "u8": "u8", "uint8": "u8", "i16": "i16", "int16": "i16",
                   "fp8": "fp8e4nv", "f8": "fp8e4nv", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5"}
-_POINTER_COMMENT = re.compile(r"#\s*\*\s*([A-Za-z0-9]+)\b")
+#: ``# *f32 [B, T]``, ``# *i32``, ``# int64[N] sizes``: a dtype after a star, or before a shape.
+_POINTER_COMMENT = re.compile(r"#\s*(?:\*\s*([A-Za-z0-9]+)\b|([A-Za-z0-9]+)\s*\[)")
 
 
 def comment_types(source_lines: list[str], func: ast.FunctionDef) -> dict[str, str]:
-    """Pointer types written after a parameter on its own line: ``k,  # *f32 [B, T, H, D]`` -> ``*fp32``.
+    """Pointer types written after a parameter on its own line: ``k,  # *f32 [B, T, H, D]`` -> ``*fp32``,
+    ``sizes_ptr,  # int64[N] sizes`` -> ``*i64``.
 
     Only a line that holds exactly one parameter counts, so the comment is that parameter's.
     """
@@ -281,8 +297,9 @@ def comment_types(source_lines: list[str], func: ast.FunctionDef) -> dict[str, s
         if len(on_line) != 1 or not 0 < line <= len(source_lines):
             continue
         match = _POINTER_COMMENT.search(source_lines[line - 1])
-        if match and match.group(1).lower() in _COMMENT_TYPES:
-            found[on_line[0].arg] = "*" + _COMMENT_TYPES[match.group(1).lower()]
+        word = (match.group(1) or match.group(2)).lower() if match else ""
+        if word in _COMMENT_TYPES:
+            found[on_line[0].arg] = "*" + _COMMENT_TYPES[word]
     return found
 
 

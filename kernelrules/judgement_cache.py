@@ -33,6 +33,24 @@ def _triton_version() -> str:
         return "unknown"
 
 
+_CODE: list[str] = []
+
+
+def _code_fingerprint() -> str:
+    """A hash of kernelrules' own source files, so an edited (editable) install never replays
+    judgements an older version of the code made under the same version number."""
+    if not _CODE:
+        digest = hashlib.sha256()
+        for path in sorted(Path(__file__).parent.rglob("*.py")):
+            digest.update(path.name.encode())
+            try:
+                digest.update(path.read_bytes())
+            except OSError:
+                pass
+        _CODE.append(digest.hexdigest())
+    return _CODE[0]
+
+
 def _rules_fingerprint(engine: Any) -> str:
     """A hash of every rule's behaviour: code, severity, stage, condition, message, repairs."""
     parts = [(r.code, r.severity, r.stage, r.applies_to, r.condition.source, r.message.text,
@@ -55,7 +73,8 @@ def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple]
     except Exception:  # noqa: BLE001 - then simply do not cache
         return None
     payload = {
-        "format": FORMAT, "kernelrules": __version__, "triton": _triton_version(), "source": source,
+        "format": FORMAT, "kernelrules": __version__, "code": _code_fingerprint(), "triton": _triton_version(),
+        "source": source,
         "path": str(Path(kernel.path).resolve()), "kernel": kernel.name, "signature": signature,
         "configs": [[config.to_dict(), line, col] for config, line, col in sites], "fixed": sorted(fixed),
         "archs": [(a.name, a.sku) for a in archs], "stage": stage, "rules": _rules_fingerprint(engine),
@@ -87,6 +106,44 @@ class JudgementCache:
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+    def get_outcome(self, key: str) -> dict[str, Any] | None:
+        """A whole kernel's outcome (status, message, provenance, records, findings), or None."""
+        found = self._read(f"outcome-{key}")
+        if found is None:
+            return None
+        try:
+            names = {f.name for f in fields(Finding)}
+            found["findings"] = [Finding(**{k: v for k, v in item.items() if k in names}) for item in found["findings"]]
+            if not isinstance(found["status"], str) or not isinstance(found["records"], list):
+                return None
+            return found
+        except (KeyError, TypeError):
+            return None
+
+    def put_outcome(self, key: str, status: str, message: str | None, provenance: dict[str, str],
+                    records: list[dict], findings: list[Finding]) -> None:
+        """Store what :meth:`get_outcome` returns."""
+        self._write(f"outcome-{key}", {"status": status, "message": message, "signature_provenance": provenance,
+                                       "records": records, "findings": [asdict(f) for f in findings]})
+
+    def _read(self, name: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads((self.root / name[-64:][:2] / f"{name}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _write(self, name: str, data: dict[str, Any]) -> None:
+        path = self.root / name[-64:][:2] / f"{name}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(data))
             os.replace(tmp, path)
         except OSError:
             pass  # a cache that cannot be written only costs time

@@ -5,7 +5,9 @@ reads: jit functions and literal constants of the same file (as before), and nam
 imported from other modules of the package (:mod:`kernelrules.pkgsource`), into those
 files and on, transitively. The result feeds the kernel's source hash (so a result
 cache entry changes when a helper in another file does) and says, in one line per
-name, what could not be resolved and how to fix it. Nothing is imported or run.
+name, what could not be resolved and how to fix it, and the choices made on the way
+(branches taken, flags computed at import time that were decided or guessed:
+:mod:`kernelrules.pkgbranches`, :mod:`kernelrules.pkgvalues`). No user code is imported or run.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .errors import KernelSourceError
-from .pkgsource import FIX_HINT, Miss, Target, attribute_chains, resolve, resolve_attribute, search_roots
+from .pkgbranches import Choice
+from .pkgvalues import flag_value
+from .pkgsource import FIX_HINT, Miss, Target, attribute_chains, file_names, resolve, resolve_attribute, search_roots
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -33,6 +37,8 @@ class Dependencies:
     constants: set[tuple[Path, str]] = field(default_factory=set)
     misses: dict[str, Miss] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Flags computed at import time, bound to a decided or guessed value (by file and name).
+    flags: dict[tuple[Path, str], bool] = field(default_factory=dict)
 
     @property
     def external(self) -> bool:
@@ -87,22 +93,28 @@ def kernel_dependencies(path: str | os.PathLike[str], name: str, src: Sequence[s
         reduced = reduced_file(where)
         func = reduced.functions[fname]
         for ref in sorted(_global_loads(func)):
+            if ref in reduced.functions or ref in reduced.constants or ref in reduced.import_aliases:
+                _note(deps, file_names(where).notes.get(ref, ()))  # a branch taken to bind it
             if ref in reduced.functions:
                 stack.append((where, ref))
             elif ref in reduced.constants:
                 deps.constants.add((where, ref))
             elif ref not in reduced.import_aliases and ref not in _BUILTINS:
                 for target in _targets(where, func, ref, roots):
-                    _add(deps, stack, target, ref)
+                    _add(deps, stack, target, ref, roots)
     return deps
 
 
-def _add(deps: Dependencies, stack: list, target: Target | Miss, ref: str) -> None:
+def _note(deps: Dependencies, notes: Sequence[str]) -> None:
+    deps.notes.extend(n for n in notes if n not in deps.notes)
+
+
+def _add(deps: Dependencies, stack: list, target: Target | Miss, ref: str, roots: Sequence[Path]) -> None:
     """Record one resolved (or unresolved) name of a walk."""
     if isinstance(target, Miss):
         deps.misses.setdefault(ref, target)
         return
-    deps.notes.extend(n for n in target.notes if n not in deps.notes)
+    _note(deps, target.notes)
     try:
         reduced = reduced_file(target.path)
     except (OSError, KernelSourceError) as exc:
@@ -112,6 +124,11 @@ def _add(deps: Dependencies, stack: list, target: Target | Miss, ref: str) -> No
         stack.append((target.path, target.name))
     elif target.name in reduced.constants:
         deps.constants.add((target.path, target.name))
+    elif target.name is not None and (flag := flag_value(target.path, target.name, roots)) is not None:
+        deps.flags[(target.path, target.name)] = flag.value
+        _note(deps, [flag.note])
+        if flag.guessed:
+            deps.misses.setdefault(ref, Miss(ref, flag.note, guessed=f"{target.name}={flag.value}"))
     else:
         deps.misses.setdefault(ref, Miss(
             ref, f"`{ref}` ({target.path.name}) is computed at import time, not a @triton.jit function or a "
@@ -139,6 +156,13 @@ def source_hash(deps: Dependencies) -> str:
     items += [("const", deps.path, n) for n in sorted(n for p, n in deps.constants if p == deps.path)]
     items += [("xfn", p, n) for p, n in sorted((p, n) for p, n in deps.functions if p != deps.path)]
     items += [("xconst", p, n) for p, n in sorted((p, n) for p, n in deps.constants if p != deps.path)]
+    choices = [n for n in deps.notes if isinstance(n, Choice)]  # none for kernels without such branches
+    if choices:
+        digest.update(("\0choices:" + "\n".join(choices)).encode())
+    for (where, item), value in sorted(deps.flags.items()):  # none for kernels without such flags
+        node = file_names(where).defined[item]
+        digest.update(f"\0flag:{where}:{item}@{node.lineno}={value}\0".encode())
+        digest.update(ast.unparse(node).encode())
     for label, where, item in items:
         reduced = reduced_file(where)
         node = reduced.functions[item] if label.endswith("fn") else reduced.constants[item]

@@ -486,7 +486,7 @@ def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None) -> types.Modu
         sys.modules.pop(module_name, None)
         line = _traceback_line(exc, str(path))
         if isinstance(exc, ImportError):  # a Triton import the installed Triton lacks: written for another build
-            from .pkgbranches import other_triton
+            from .triton_installed import other_triton
 
             reason = other_triton(reduced.imports, line, path)
             if reason is not None:
@@ -557,7 +557,7 @@ def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: 
     with Triton's "not defined" error, which lint turns into a needs-spec status.
     """
     from .kerneldeps import _BUILTINS
-    from .pkgbranches import flag_value
+    from .pkgvalues import flag_value
     from .pkgsource import Target, attribute_chains, resolve, resolve_attribute, search_roots
 
     roots = search_roots(path, src)
@@ -585,7 +585,7 @@ def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: 
             getattr(other.module, target.name, None)
         if found is None and target.name is not None:  # a flag computed at import time: decided or guessed
             flag = flag_value(target.path, target.name, roots)
-            found = None if flag is None else flag[0]
+            found = None if flag is None else flag.bound()
         return found
 
     for ref, funcs in sorted(wanted.items()):

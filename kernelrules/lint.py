@@ -26,6 +26,7 @@ from .arch import load_arch
 from .cache import ResultCache
 from .config import LAUNCH_OPTIONS, KernelConfig
 from .guess_search import guessed_fp16_pointers, pointer_variants
+from .judgement_cache import JudgementCache, judgement_key
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
 from .findings import Finding, KernelReport, LintReport, lint_finding
@@ -447,6 +448,12 @@ class Linter:
         guessed = {k: sites[0][0].constexprs.get(k, fixed.get(k)) for k, source in constexpr_provenance.items()
                    if source == "default"}
         misses = self._package_dependencies(kernel, kernel_report)
+        outcome_key = judgement_key(kernel, {"outcome": signature.spec, "provenance": signature.provenance,
+                                             "guessed": guessed}, sites, frozenset(fixed), self.archs,
+                                    self.options.stage, self.engine, src=tuple(self.options.src))
+        if outcome_key and self._replay_outcome(outcome_key, kernel, kernel_report, report):
+            return
+        start = len(report.findings)
         retried: dict[str, Any] = {}
         searched = self.options.stage == "compiled" and bool(guessed or pointer_variants(signature.spec,
                                                                                           signature.provenance))
@@ -460,6 +467,25 @@ class Linter:
                                    f"a spec ('kernelrules spec {shown}') or a trace")
         self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed, misses,
                     retry_types=not searched)
+        if outcome_key and kernel_report.status in ("analyzed", "needs-spec"):
+            JudgementCache(self.cache.directory).put_outcome(
+                outcome_key, kernel_report.status, kernel_report.message, kernel_report.signature_provenance,
+                kernel_report.records, report.findings[start:])
+
+    def _replay_outcome(self, key: str, kernel: Any, kernel_report: KernelReport, report: LintReport) -> bool:
+        """Give the kernel the outcome a run with the same inputs stored (no probe, no compile): a warm
+        lint of a package whose kernels ended analyzed or needs-spec needs neither Triton nor the pool."""
+        cached = JudgementCache(self.cache.directory).get_outcome(key)
+        if cached is None:
+            return False
+        kernel_report.status, kernel_report.message = cached["status"], cached["message"]
+        kernel_report.signature_provenance = dict(cached.get("signature_provenance") or {})
+        kernel_report.records = cached["records"]
+        for finding in cached["findings"]:  # paths and source lines as seen from this run
+            finding.path = _relative(Path(kernel.path))
+            finding.source_line = _source_line(self.sources, Path(kernel.path), finding.line)
+        report.findings.extend(cached["findings"])
+        return True
 
     def _package_dependencies(self, kernel: Any, kernel_report: KernelReport) -> Mapping[str, Any]:
         """Names the kernel reads that kernelrules cannot resolve in its package (by name), and notes the
@@ -471,7 +497,7 @@ class Linter:
         except (KernelrulesError, OSError, KeyError, SyntaxError, RecursionError):
             return {}
         if deps.notes:
-            _append(kernel_report, "helpers read with default environment: " + "; ".join(deps.notes))
+            _append(kernel_report, "read from the package source: " + "; ".join(deps.notes))
         return deps.misses
 
     def _settle_guesses(self, kernel: Any, signature: Any, kernel_report: KernelReport, sites: list,
@@ -507,8 +533,6 @@ class Linter:
     def _judge(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport, report: LintReport,
                fixed: frozenset[str] = frozenset(), guessed: Mapping[str, Any] | None = None,
                misses: Mapping[str, Any] | None = None, retry_types: bool = True) -> None:
-        from .judgement_cache import JudgementCache, judgement_key
-
         key = judgement_key(kernel, signature.spec, sites, fixed, self.archs, self.options.stage, self.engine,
                             src=tuple(self.options.src))
         cache = JudgementCache(self.cache.directory)

@@ -49,8 +49,12 @@ def our_limit(results: Sequence[tuple[Any, Sequence[Any]]], misses: Mapping[str,
     ``misses`` are the names kernelrules could not resolve statically
     (:class:`kernelrules.pkgsource.Miss` by name). A "not defined" error on one of them
     is ours unless the name is defined nowhere (then Triton's JIT fails on it too); a
-    kernel that could not be loaded at all (``spec_error``) is ours.
+    kernel that could not be loaded at all (``spec_error``) is ours; one whose module
+    imports what the installed Triton lacks gets the reason that starts with
+    :data:`kernelrules.triton_installed.NEEDS_OTHER_TRITON`. A kernel with no compiling config
+    that reads a flag kernelrules guessed (a ``Miss`` with ``guessed``) is ours too.
     """
+    from .triton_installed import NEEDS_OTHER_TRITON
     from .pkgsource import FIX_HINT
 
     for facts in failed_facts(results):
@@ -63,8 +67,22 @@ def our_limit(results: Sequence[tuple[Any, Sequence[Any]]], misses: Mapping[str,
             reason = miss.reason if miss is not None else f"`{name}` is not defined as kernelrules reads the module; {FIX_HINT}"
             return f"cannot build {kernel} as Triton would at launch: {reason}"
         if facts.get("compile_error_kind") == "spec_error":
+            if NEEDS_OTHER_TRITON in message:  # the stable phrase first, for corpus counts
+                return message[message.index(NEEDS_OTHER_TRITON):]
             return f"cannot build {kernel} as Triton would at launch: {message}; {FIX_HINT}"
+    guessed = [m.guessed for m in misses.values() if getattr(m, "guessed", None)]
+    failed = failed_facts(results)
+    if guessed and failed and not _any_compiled(results):
+        return (f"cannot judge {kernel}: no config compiles with the guessed module flags {', '.join(guessed)} "
+                f"({failed[0].get('compile_message', '')}); lint it with --import, which runs the module, "
+                "to use their real values")
     return None
+
+
+def _any_compiled(results: Sequence[tuple[Any, Sequence[Any]]]) -> bool:
+    """Whether any config compiled."""
+    return any(r.facts.get("origin") == "compiled" and r.facts.get("compile_status") == "ok"
+               for _, records in results for r in records)
 
 
 def guessed_note(guessed: Mapping[str, Any]) -> str:

@@ -12,7 +12,9 @@ Module-level ``if`` statements whose test reads the environment
 (``if os.environ.get("X"):``, ``os.getenv``, ``"X" in os.environ``) are decided with the
 variable unset, as a default launch sees them, and the choice is recorded as a note.
 ``if TYPE_CHECKING:`` is never taken. The bodies of module-level ``try`` statements are
-read (the usual import fallbacks). Nothing here imports Triton or runs user code.
+read (the usual import fallbacks). Other ``if`` statements are decided on the installed
+Triton or have a branch chosen per name by :mod:`kernelrules.pkgbranches`, which imports
+Triton's own modules to see what they provide; nothing here runs user code.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class Miss:
     reason: str
     #: True when the name is simply not defined anywhere: Triton's JIT fails on it too.
     undefined: bool = False
+    #: ``NAME=value`` when kernelrules bound the name to a guessed value instead (a flag computed at
+    #: import time, :func:`kernelrules.pkgvalues.flag_value`): listed so that a kernel that compiles
+    #: with no config is reported as kernelrules' limit, not the user's error.
+    guessed: str | None = None
 
 
 # --------------------------------------------------------------------------- roots
@@ -159,28 +165,21 @@ def _reads_environment(node: ast.expr) -> bool:
     return "environ" in text or "getenv" in text or "TYPE_CHECKING" in text
 
 
-def module_statements(body: Sequence[ast.stmt], notes: list[str] | None = None) -> Iterator[ast.stmt]:
+def module_statements(body: Sequence[ast.stmt], notes: list[str] | None = None,
+                      path: Path | None = None) -> Iterator[ast.stmt]:
     """Module-level statements as a default launch runs them.
 
     An ``if`` on the environment contributes the branch taken with the variables unset
-    (a note says so); other ``if`` statements are yielded whole, not descended into
-    (kernelrules does not evaluate them); a ``try`` contributes its body.
+    (a note says so); a ``try`` contributes its body. Other ``if`` statements are, given
+    the file's ``path``, decided or have their branches chosen per name
+    (:func:`kernelrules.pkgbranches.walk`); without it they are yielded whole.
     """
-    for node in body:
-        if isinstance(node, ast.If) and _reads_environment(node.test):
-            try:
-                taken = bool(_decide(node.test))
-            except _Undecided:
-                continue
-            if notes is not None:
-                branch = "its body" if taken else "the else branch"
-                notes.append(f"line {node.lineno}: `if {ast.unparse(node.test)}`: took {branch}, "
-                             "as with the variables unset")
-            yield from module_statements(node.body if taken else node.orelse, notes)
-        elif isinstance(node, ast.Try):
-            yield from module_statements(node.body, notes)
-        else:
-            yield node
+    from .pkgbranches import walk
+
+    for statement, choices in walk(body, path):
+        if notes is not None:
+            notes.extend(n for n in choices if n not in notes)
+        yield statement
 
 
 # --------------------------------------------------------------------------- names
@@ -192,13 +191,17 @@ class _Names:
 
     defined: dict[str, ast.stmt] = field(default_factory=dict)
     imports: dict[str, ast.stmt] = field(default_factory=dict)
-    notes: dict[str, str] = field(default_factory=dict)
+    #: The choices (branches taken) that bound each name.
+    notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: Names bound only under an ``if`` kernelrules does not decide, with that ``if``.
     conditional: dict[str, str] = field(default_factory=dict)
+    #: Names an ``except`` handler of a module-level ``try`` binds: their value depends on what fails.
+    uncertain: set[str] = field(default_factory=set)
     error: str | None = None
 
 
 _NAMES: dict[tuple[str, int, int], _Names] = {}
+_READING: set[str] = set()
 
 
 def _bound_by(node: ast.stmt) -> list[str]:
@@ -219,55 +222,92 @@ def file_names(path: Path) -> _Names:
         return _Names(error=f"cannot read {path}: {exc.strerror or exc}")
     if key in _NAMES:
         return _NAMES[key]
+    if str(path) in _READING:  # reached again while choosing its branches: an import cycle
+        return _Names(error=f"{path.name} is reached again (an import cycle) while kernelrules reads its branches")
     names = _Names()
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as exc:
         names.error = f"cannot read {path.name}: {type(exc).__name__}: {exc}"
     else:
-        for node in tree.body:
-            if isinstance(node, ast.If) and not _reads_environment(node.test):
-                for inner in ast.walk(node):
-                    if isinstance(inner, (ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)):
-                        for name in _bound_by(inner):
-                            names.conditional.setdefault(name, f"line {node.lineno}: `if {ast.unparse(node.test)}`")
-                    elif isinstance(inner, (ast.Import, ast.ImportFrom)):
-                        for alias in inner.names:
-                            names.conditional.setdefault(alias.asname or alias.name.split(".", 1)[0],
-                                                         f"line {node.lineno}: `if {ast.unparse(node.test)}`")
-            notes: list[str] = []
-            for statement in module_statements([node], notes):
-                note = f"{path.name} {notes[-1]}" if notes else None
-                if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                    for alias in statement.names:
-                        if alias.name != "*":
-                            local = alias.asname or alias.name.split(".", 1)[0]
-                            names.imports[local] = statement
-                            names.defined.pop(local, None)
-                    continue
-                for name in _bound_by(statement):
-                    names.defined[name] = statement
-                    names.imports.pop(name, None)
-                    if note:
-                        names.notes[name] = note
+        _READING.add(str(path))
+        try:
+            _read_names(tree, path, names)
+        except RecursionError:
+            names.error = f"cannot read {path.name}: its imports nest too deeply"
+        finally:
+            _READING.discard(str(path))
     _NAMES[key] = names
     return names
 
 
+def _read_names(tree: ast.Module, path: Path, names: _Names) -> None:
+    """Fill ``names`` with the module-level bindings of ``tree`` (the file ``path``), each with the
+    choices that bound it, and the names bound under ``if`` statements kernelrules does not evaluate."""
+    from .pkgbranches import walk
+
+    names.uncertain = handler_bindings(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.If) and not _reads_environment(node.test):
+            where = f"line {node.lineno}: `if {ast.unparse(node.test)}`"
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)):
+                    for name in _bound_by(inner):
+                        names.conditional.setdefault(name, where)
+                elif isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    for alias in inner.names:
+                        names.conditional.setdefault(alias.asname or alias.name.split(".", 1)[0], where)
+    for statement, notes in walk(tree.body, path):
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for alias in statement.names:
+                if alias.name != "*":
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    names.imports[local] = statement
+                    names.defined.pop(local, None)
+                    names.notes[local] = notes
+            continue
+        for name in _bound_by(statement):
+            names.defined[name] = statement
+            names.imports.pop(name, None)
+            names.notes[name] = notes
+
+
+def handler_bindings(body: Sequence[ast.stmt]) -> set[str]:
+    """Names bound in the ``except`` handlers of the ``try`` statements of ``body`` (at any depth)."""
+    found: set[str] = set()
+    for node in body:
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Try):
+                for handler in inner.handlers:
+                    for bound in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
+                        if isinstance(bound, ast.stmt):
+                            found.update(_bound_by(bound))
+    return found
+
+
 def resolve(path: Path, name: str, roots: Sequence[Path], _depth: int = 0) -> Target | Miss:
-    """Where module-level ``name`` of ``path`` is defined, following imports within the search roots."""
+    """Where module-level ``name`` of ``path`` is defined, following imports within the search roots;
+    a target carries the notes of the choices (branches taken) on the way."""
+    found = _resolve(path, name, roots, _depth)
+    notes = file_names(path).notes.get(name, ())
+    if isinstance(found, Target) and notes:
+        return Target(found.path, found.name, tuple(dict.fromkeys((*notes, *found.notes))))
+    return found
+
+
+def _resolve(path: Path, name: str, roots: Sequence[Path], _depth: int) -> Target | Miss:
     if _depth > 32:
         return Miss(name, f"`{name}`: imports of {Path(path).name} form a cycle")
     names = file_names(path)
     if names.error:
         return Miss(name, f"`{name}`: {names.error}")
     if name in names.defined:
-        note = names.notes.get(name)
-        return Target(Path(path).resolve(), name, (note,) if note else ())
+        return Target(Path(path).resolve(), name)
     statement = names.imports.get(name)
     if statement is None and name in names.conditional:
         return Miss(name, f"`{name}` is defined in {Path(path).name} under {names.conditional[name]}, which "
-                          f"kernelrules does not evaluate; {FIX_HINT}")
+                          "kernelrules does not evaluate, and no branch defines it as an import the installed "
+                          f"Triton or the package provides, a @triton.jit function or a literal constant; {FIX_HINT}")
     if statement is None:
         return Miss(name, f"`{name}` is neither defined nor imported at module level of {Path(path).name}",
                     undefined=True)

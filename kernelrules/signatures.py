@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .argflow import PointerFlow, comment_types, descriptor_params, float_params, index_pointers, used_names
+from .argflow import comment_types, descriptor_params, float_params, index_pointers, pointer_flow, used_names
 from .discover import DiscoveredKernel, ParsedModule, cached_module
 from .errors import SignatureSpecError
 from .yamlio import LocatedDocument, load_file
@@ -294,7 +294,7 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
     """Dataflow and naming evidence from the kernel's body, then integer defaults."""
     module = cached_module(kernel.path)
     func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
-    pointers = PointerFlow(module).pointers.get(kernel.name, set()) if func is not None else set()
+    pointers = pointer_flow(module).pointers.get(kernel.name, set()) if func is not None else set()
     floats = float_params(func, set(runtime)) if func is not None else set()
     used = used_names(func) if func is not None else set()
     result.descriptors = sorted(descriptor_params(func) & set(runtime)) if func is not None else []

@@ -82,17 +82,20 @@ def chunk_sum(
     k,            # *f32 [B, T, H, D]
     beta,         # *bf16 [B, T, H]
     cu_seqlens,   # *i32 [N+1]
+    sizes_ptr,    # int64[N] sizes of the output
+    x_ptr,        # *Pointer* to the input: no type
     o, T,         # two on one line: no comment type for either
     BK: tl.constexpr,
 ):
     t = tl.arange(0, BK)
     bos = tl.load(cu_seqlens)
-    tl.store(o + t, tl.load(k + bos + t) * tl.load(beta + t))
+    tl.store(o + t, tl.load(k + bos + t) * tl.load(beta + t) + tl.load(x_ptr + t) + tl.load(sizes_ptr))
 '''
     sig = signature_of(tmp_path, source, "chunk_sum")
     assert sig.spec["k"] == "*fp32" and sig.provenance["k"] == "comment"
     assert sig.spec["beta"] == "*bf16" and sig.spec["cu_seqlens"] == "*i32"
     assert sig.spec["o"] == "*fp16" and sig.provenance["o"] == "naming"
+    assert sig.spec["sizes_ptr"] == "*i64" and sig.provenance["x_ptr"] == "naming"
 
 
 # --------------------------------------------------------------------------- the search, with a fake compiler

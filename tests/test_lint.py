@@ -143,14 +143,40 @@ def test_warm_lint_reuses_judgements_and_ignores_corrupt_entries(run_cli, tmp_pa
     copy_example(tmp_path, "softmax.py")
     args = ("lint", "softmax.py", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "cache")
     cold = run_cli(*args)
-    entries = list((tmp_path / "cache" / "lint").rglob("*.json"))
-    assert len(entries) == 1
+    entries = sorted((tmp_path / "cache" / "lint").rglob("*.json"), key=lambda p: p.name.startswith("outcome-"))
+    assert len(entries) == 2 and entries[1].name.startswith("outcome-")  # the judgement and the kernel's outcome
     warm = run_cli(*args)
     assert warm.stdout == cold.stdout and warm.returncode == cold.returncode == 1
-    entries[0].write_text("{not json")
+    for entry in entries:
+        entry.write_text("{not json")
     again = run_cli(*args)
     assert again.stdout == cold.stdout  # recomputed, and rewritten
-    assert json.loads(entries[0].read_text())["findings"]
+    assert all(json.loads(entry.read_text())["findings"] for entry in entries)
+
+
+def test_warm_lint_replays_needs_spec_outcomes_without_compiling(run_cli, tmp_path):
+    """A kernel that ended needs-spec after probe compiles is replayed from the outcome cache: the
+    warm run gives the same report with the compile cache gone, and compiles nothing."""
+    (tmp_path / "d.py").write_text(textwrap.dedent("""\
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def needs_doubles(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n)
+            tl.static_assert(x.dtype == tl.float64, "doubles only")
+            tl.store(out_ptr + offs, x, mask=offs < n)
+        """))
+    args = ("lint", "d.py", "--arch", "hopper", "--format", "json", "--cache-dir", "cache")
+    cold = run_cli(*args)
+    assert json.loads(cold.stdout)["kernels"][0]["status"] == "needs-spec"
+    for entry in (tmp_path / "cache").iterdir():
+        if entry.name != "lint":
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    warm = run_cli(*args)
+    assert warm.stdout == cold.stdout and warm.returncode == cold.returncode
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["lint"]
 
 
 RUNTIME_CONFIGS = '''\
