@@ -380,6 +380,7 @@ def lint_command(
     for directory in settings.src:
         if not Path(directory).is_dir():
             raise KernelrulesError("--src is not a directory", path=directory)
+    _check_selectors(settings)
     if not settings.arch:
         raise KernelrulesError("no target architecture", hint="pass --arch ada,hopper or set arch in [tool.kernelrules]")
     if trace is not None:  # a broken spec or trace is a usage error for the whole run (exit 2)
@@ -410,6 +411,14 @@ def lint_command(
     else:
         typer.echo(totals_line(report) if quiet else render_text(report, color=sys.stdout.isatty()))
     raise typer.Exit(exit_code(report, fail_on=settings.fail_on, exit_zero=exit_zero))
+
+
+def _check_selectors(settings) -> None:
+    """Every --select/--ignore/[tool.kernelrules] selector names a known code or prefix."""
+    from .findings import LINT_CODES
+    from .ruleset import load_rules
+
+    settings.check_selectors([r.code for r in load_rules().rules] + list(LINT_CODES))
 
 
 def _filter_and_suppress(report, settings) -> None:

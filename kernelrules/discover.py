@@ -139,9 +139,18 @@ def iter_python_files(paths: Sequence[str | os.PathLike[str]]) -> Iterator[Path]
         path = Path(raw)
         candidates = _walk(path) if path.is_dir() else [path]
         for candidate in candidates:
-            if candidate not in seen:
-                seen.add(candidate)
+            key = _identity(candidate)
+            if key not in seen:  # `x.py` and `dir/../x.py` (or a directory and a file in it): once
+                seen.add(key)
                 yield candidate
+
+
+def _identity(path: Path) -> Path:
+    """The file a path names, for duplicate checks (the path itself when it cannot be resolved)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return path
 
 
 def _walk(root: Path) -> list[Path]:

@@ -39,6 +39,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -160,6 +161,8 @@ def worker_main() -> None:
     import warnings
 
     warnings.simplefilter("ignore")
+    scratch = os.environ["KERNELRULES_WORKER_SCRATCH"]  # also TMPDIR, and the private Triton cache
+    _watch_parent(os.getppid(), scratch)  # first: the parent may die while Triton imports
     requests = sys.stdin.buffer.fileno()
     answers = os.dup(1)
     capture = tempfile.TemporaryFile()
@@ -169,14 +172,16 @@ def worker_main() -> None:
     os.dup2(capture.fileno(), 2)
     sys.stderr = sys.stdout
 
-    scratch = os.environ["KERNELRULES_WORKER_SCRATCH"]  # also TMPDIR, and the private Triton cache
-    _write_all(answers, _frame((_READY, os.getpid())))
+    try:
+        _write_all(answers, _frame((_READY, os.getpid())))
+    except OSError:  # the pool is gone already
+        shutil.rmtree(scratch, ignore_errors=True)
+        return
     while True:
         header = _read_exact(requests, _HEADER.size)
-        if header is None:
-            return
-        payload = _read_exact(requests, _HEADER.unpack(header)[0])
-        if payload is None:
+        payload = None if header is None else _read_exact(requests, _HEADER.unpack(header)[0])
+        if payload is None:  # the pool closed our stdin, or its process is gone
+            shutil.rmtree(scratch, ignore_errors=True)
             return
         job_id, job, shared_cache = pickle.loads(payload)
         # Triton reads TRITON_CACHE_DIR at every compile: a shared cache is used as is,
@@ -186,8 +191,26 @@ def worker_main() -> None:
             result = _run_captured(job, capture.fileno(), use_triton_cache=bool(shared_cache))
         except BaseException as exc:  # noqa: BLE001 - report, then keep serving
             result = CompileResult.failure("internal", f"worker: {type(exc).__name__}: {exc}")
-        _write_all(answers, _frame((job_id, result)))
+        try:
+            _write_all(answers, _frame((job_id, result)))
+        except OSError:  # the pool is gone: nobody reads the answer
+            shutil.rmtree(scratch, ignore_errors=True)
+            return
         _clear_directory(scratch)
+
+
+def _watch_parent(parent: int, scratch: str, period: float = 0.5) -> None:
+    """A killed ``kernelrules lint`` must not leave its workers compiling: when the pool's process is
+    gone (this worker is re-parented), remove the scratch directory and SIGKILL this worker's process
+    group, ptxas included. A worker reads its next job only after the current compile, so the closed
+    pipe alone would let a long compile run on."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(period)
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="kernelrules-parent-watch", daemon=True).start()
 
 
 # --------------------------------------------------------------------------- parent side

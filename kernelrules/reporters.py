@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Iterable
+from urllib.parse import quote
 
 from .errors import KernelrulesError
 from .findings import LINT_CODES, SEVERITIES, SEVERITY_RANK, Finding, KernelReport, LintReport
@@ -155,12 +156,13 @@ def render_json(report: LintReport) -> str:
 
 
 def artifact_uri(path: str) -> str:
-    """A SARIF artifact URI: relative paths with forward slashes, absolute ones as ``file://``."""
+    """A SARIF artifact URI: relative paths with forward slashes, absolute ones as ``file://``; both
+    percent-encoded (``x #1.py`` is ``x%20%231.py``, ``c%41.py`` is ``c%2541.py``), as RFC 3986 wants."""
     windows = PureWindowsPath(path)
     if windows.drive:
         return windows.as_uri()
     posix = PurePosixPath(path.replace("\\", "/"))
-    return posix.as_uri() if posix.is_absolute() else posix.as_posix()
+    return posix.as_uri() if posix.is_absolute() else quote(posix.as_posix(), safe="/")
 
 
 def _rule_descriptions(codes: Iterable[str]) -> dict[str, tuple[str, str]]:

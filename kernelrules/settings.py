@@ -65,6 +65,19 @@ class Settings:
                     raise KernelrulesError(str(exc)) from None
         return replace(self, **changes)
 
+    def check_selectors(self, codes: Sequence[str]) -> None:
+        """Refuse a selector that matches none of ``codes`` (``--select NOPE999`` would silently report
+        nothing), as ruff does; the error names where the selector came from."""
+        groups = [("select", self.select), ("ignore", self.ignore), ("extend-select", self.extend_select)]
+        groups += [(f"per-file-ignores[{glob!r}]", list(found)) for glob, found in self.per_file_ignores.items()]
+        for key, selectors in groups:
+            for selector in selectors:
+                if selector != "ALL" and not any(code.startswith(selector) for code in codes):
+                    shown = selector if len(selector) <= 40 else selector[:40] + "..."
+                    raise KernelrulesError(f"unknown rule selector {shown!r} in {key}",
+                                           path=str(self.source) if self.source else None,
+                                           hint="a rule code or prefix: see 'kernelrules rules list'")
+
     def is_enabled(self, code: str, path: str | None = None) -> bool:
         """Whether ``code`` is reported (in ``path``): selected, and not ignored there."""
         selected = not self.select or _matches(code, self.select) or _matches(code, self.extend_select)

@@ -88,3 +88,87 @@ def test_compile_timeout_nan_in_pyproject_is_refused(run_cli, tmp_path):
     result = run_cli("lint", str(tmp_path / "k.py"), "--arch", "hopper", cwd=tmp_path)
     assert result.returncode == 2
     assert "compile-timeout" in result.stderr and "pyproject.toml" in result.stderr
+
+
+def test_unknown_rule_selectors_are_refused(run_cli, tmp_path):
+    """ruff refuses unknown codes; `--select NOPE999` once reported nothing with exit 0."""
+    (tmp_path / "k.py").write_text("x = 1\n")
+    done = run_cli("lint", "k.py", "--arch", "hopper", "--select", "NOPE999")
+    assert done.returncode == 2 and "unknown rule selector 'NOPE999' in select" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert run_cli("lint", "k.py", "--arch", "hopper", "--select", "MEM,LNT", "--ignore", "REG00").returncode == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.kernelrules]\nper-file-ignores = {"*.py" = ["XYZ"]}\n')
+    done = run_cli("lint", "k.py", "--arch", "hopper")
+    assert done.returncode == 2 and "unknown rule selector 'XYZ'" in done.stderr and "pyproject.toml" in done.stderr
+
+
+def test_sarif_uris_are_percent_encoded():
+    from kernelrules.reporters import artifact_uri
+
+    assert artifact_uri("x #1.py") == "x%20%231.py" and artifact_uri("c%41.py") == "c%2541.py"
+    assert artifact_uri("dir/ok.py") == "dir/ok.py" and artifact_uri("/a b/k.py") == "file:///a%20b/k.py"
+
+
+def test_the_same_file_given_twice_is_linted_once(run_cli, tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "k.py").write_text("x = 1\n")
+    from kernelrules.discover import iter_python_files
+
+    assert len(list(iter_python_files([tmp_path / "d", tmp_path / "d" / "k.py", tmp_path / "d" / ".." / "d" / "k.py"]))) == 1
+
+
+def _worker_pids(scratch_root):
+    """Processes whose working directory is a compile worker's scratch directory under ``scratch_root``."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cwd = os.readlink(f"/proc/{entry}/cwd")
+            except OSError:
+                continue
+            if cwd.startswith(str(scratch_root)) and "kernelrules-worker-" in cwd:
+                found.append(int(entry))
+    return found
+
+
+def test_a_killed_lint_leaves_no_worker_and_no_scratch(tmp_path):
+    """kill -9 of `kernelrules lint` while its workers compile: within a few seconds no worker
+    survives and no scratch directory is left (workers watch their parent)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import kernelrules_command
+
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    (tmp_path / "k.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n"
+        "@triton.autotune(configs=[triton.Config({'BLOCK': b}, num_warps=w) for b in (64, 128, 256, 512)"
+        " for w in (1, 2, 4, 8)], key=['n'])\n@triton.jit\n"
+        "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(y_ptr + offs, tl.exp(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)\n")
+    env = dict(os.environ, TMPDIR=str(scratch_root))
+    proc = subprocess.Popen([*kernelrules_command(), "lint", "k.py", "--arch", "hopper,ada", "--cache-dir", "c"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not _worker_pids(scratch_root) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert _worker_pids(scratch_root), "no compile worker started"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while (_worker_pids(scratch_root) or list(scratch_root.glob("kernelrules-worker-*"))) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _worker_pids(scratch_root) == []
+        assert list(scratch_root.glob("kernelrules-worker-*")) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert sys.platform.startswith("linux")
