@@ -299,11 +299,14 @@ class _progress:
         return self.update
 
     def update(self, label: str, done: int, total: int) -> None:
+        """Two lines: the kernels linted so far (label ``kernels``), and the current compile step,
+        whose label names what is compiling (``ops/rms.py:fwd: compiling hopper``)."""
         if self.bar is None:
             return
-        if label not in self.tasks:
-            self.tasks[label] = self.bar.add_task(label, total=total)
-        self.bar.update(self.tasks[label], completed=done, total=total)
+        key = "kernels" if label == "kernels" else "current"
+        if key not in self.tasks:
+            self.tasks[key] = self.bar.add_task(label, total=total)
+        self.bar.update(self.tasks[key], completed=done, total=total, description=label)
 
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:

@@ -334,6 +334,10 @@ def _nothing_compiled(results: list) -> bool:
     return bool(compiled) and all(r.facts.get("compile_status") == "error" for r in compiled)
 
 
+#: The progress label of the count of kernels linted (the other labels name the kernel compiling).
+KERNELS_LABEL = "kernels"
+
+
 class Linter:
     """Runs discovery, signatures and judging over paths; one compile pool for the whole run."""
 
@@ -345,6 +349,7 @@ class Linter:
 
             self.engine = _Engine(self.engine.rules.select(options.select, options.ignore))
         self.progress = progress
+        self._current = ""
         self.archs = [load_arch(a) for a in options.archs]
         self.cache = ResultCache(options.cache_dir) if options.cache_dir else ResultCache()
         self.sources: dict[str, list[str]] = {}
@@ -370,10 +375,19 @@ class Linter:
             report.findings.append(lint_finding(
                 "LNT004", _relative(Path(problem.path)), problem.line or 1, problem.message,
                 column=problem.column or 1, source_line=_source_line(self.sources, Path(problem.path), problem.line)))
-        for kernel in found.kernels:
-            if kernel.is_helper:
-                continue  # a jit helper called by another kernel is judged through its caller
+        kernels = [k for k in found.kernels if not k.is_helper]  # a helper is judged through its callers
+        for done, kernel in enumerate(kernels):
+            self._current = f"{_relative(Path(kernel.path))}:{kernel.name}"
+            if self.progress:
+                self.progress(KERNELS_LABEL, done, len(kernels))
             self._lint_kernel(kernel, report)
+        if self.progress and kernels:
+            self.progress(KERNELS_LABEL, len(kernels), len(kernels))
+
+    def _compile_progress(self, label: str, done: int, total: int) -> None:
+        """A pool's progress, named after the kernel being compiled (``ops/rms.py:fwd: compiling hopper``)."""
+        if self.progress:
+            self.progress(f"{self._current}: {label}", done, total)
 
     def _lint_kernel(self, kernel: Any, report: LintReport) -> None:
         from .signatures import infer_signature
@@ -620,7 +634,7 @@ class Linter:
         dtypes = sorted({v[1:] for v in spec.values() if isinstance(v, str) and v.startswith("*")})
         target = KernelTarget(Path(kernel.path), kernel.name, spec, {"name": kernel.name, "dtypes": dtypes}, fixed,
                               src=tuple(self.options.src))
-        pruner = Pruner(target, engine=self.engine, timeout=self.options.timeout, progress=self.progress,
+        pruner = Pruner(target, engine=self.engine, timeout=self.options.timeout, progress=self._compile_progress,
                         pool=self.pool)
         try:
             probe = _uses_dot(kernel)

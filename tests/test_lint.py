@@ -347,3 +347,19 @@ def test_jit_functions_made_by_calls_are_compiled_like_decorated_ones(run_cli, t
 
     assert judged(called) and all(r["facts"]["compile_status"] == "ok" for r in called["results"])
     assert judged(called) == judged(reference)
+
+
+def test_progress_names_the_kernel_compiling(tmp_path, monkeypatch):
+    """A package lint shows how many kernels are done and which kernel is compiling (issue 14)."""
+    from kernelrules.lint import KERNELS_LABEL, LintOptions, Linter
+
+    monkeypatch.chdir(tmp_path)
+    copy_example(tmp_path, "softmax.py")
+    calls = []
+    options = LintOptions(archs=("hopper",), cache_dir=str(tmp_path / "cache"), jobs=1)
+    report = Linter(options, progress=lambda label, done, total: calls.append((label, done, total))).run(["softmax.py"])
+    assert report.kernels
+    counts = [(done, total) for label, done, total in calls if label == KERNELS_LABEL]
+    assert counts[0] == (0, 1) and counts[-1] == (1, 1)
+    compiling = [label for label, _, _ in calls if label != KERNELS_LABEL]
+    assert compiling and all(label.startswith("softmax.py:softmax_kernel: ") for label in compiling)
