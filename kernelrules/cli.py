@@ -269,6 +269,7 @@ def prune_command(
     from .space import load_space
 
     loaded = load_space(space)
+    loaded.require_configs()
     archs = [load_arch(name.strip(), ) for name in arch.split(",") if name.strip()]
     cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
     with _progress(output is OutputFormat.text and not quiet) as progress:

@@ -164,6 +164,9 @@ class KernelConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ConfigValueError(f"{name} must be an integer, got {value!r}")
+        for name, value in self.constexprs.items():  # True is an int to Python, not a tile extent
+            if is_block_size_name(name) and isinstance(value, bool):
+                raise ConfigValueError(f"{name} is a block size: give an integer, got {value!r}")
 
     def key(self) -> tuple:
         """A hashable identity, for de-duplicating configs."""

@@ -11,6 +11,19 @@ from __future__ import annotations
 #: Exit code for usage, configuration and input errors (ruff's convention).
 EXIT_USAGE = 2
 
+#: Longest message or hint shown whole; a longer one (a 200,000-character expression echoed
+#: back) keeps its start and end around a count of what was left out.
+MAX_MESSAGE = 600
+
+
+def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` on one line, at most about ``limit`` characters."""
+    text = " ".join(str(text).splitlines())
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[-(limit // 4):]
+    return f"{head} ... [{len(text) - len(head) - len(tail)} characters left out] ... {tail}"
+
 
 class KernelrulesError(Exception):
     """A user-facing error: one line naming where (file, line, column) and what to do."""
@@ -43,9 +56,9 @@ class KernelrulesError(Exception):
                 if self.column is not None:
                     where += f":{self.column}"
             where += ": "
-        text = f"{where}{self.message}"
+        text = f"{where}{shorten(self.message)}"
         if self.hint:
-            text += f" ({self.hint})"
+            text += f" ({shorten(self.hint)})"
         return text
 
 

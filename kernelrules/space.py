@@ -83,6 +83,14 @@ class Space:
             if self._allowed(config, problem):
                 yield config
 
+    def require_configs(self) -> None:
+        """Refuse a space whose constraints exclude every point: judging nothing and exiting 0 would
+        read as "every config passes"."""
+        if self.constraints and next(self.configs(), None) is None:
+            shown = "; ".join(c.source if len(c.source) <= 80 else c.source[:80] + "..." for c in self.constraints)
+            raise SpaceFileError(f"the constraints exclude all {self.size()} configs of the space ({shown})",
+                                 path=str(self.path), hint="relax the constraints or widen the space")
+
     def _allowed(self, config: KernelConfig, problem: Mapping[str, Any]) -> bool:
         if not self.constraints:
             return True

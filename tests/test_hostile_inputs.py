@@ -172,3 +172,36 @@ def test_a_killed_lint_leaves_no_worker_and_no_scratch(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert sys.platform.startswith("linux")
+
+
+def test_true_is_not_a_block_size(run_cli):
+    done = run_cli("check-config", "--arch", "hopper", "BLOCK_M=true", "num_warps=4")
+    assert done.returncode == 2 and "BLOCK_M is a block size: give an integer, got True" in done.stderr
+    assert run_cli("check-config", "--arch", "hopper", "HAS_BIAS=true", "BLOCK_M=64").returncode in (0, 1)
+
+
+def _space(tmp_path, constraint):
+    import shutil
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    shutil.copy(examples / "matmul.py", tmp_path / "matmul.py")
+    text = (examples / "matmul.space.yaml").read_text().replace("\nspace:", f"\nconstraints: [{constraint!r}]\nspace:")
+    (tmp_path / "s.yaml").write_text(text)
+    return "s.yaml"
+
+
+def test_constraints_that_exclude_every_config_are_an_error(run_cli, tmp_path):
+    done = run_cli("prune", _space(tmp_path, "config.BLOCK_M > 100000"), "--arch", "hopper")
+    assert done.returncode == 2 and "the constraints exclude all 1875 configs" in done.stderr
+
+
+def test_a_huge_expression_is_not_echoed_whole(run_cli, tmp_path):
+    from kernelrules.errors import MAX_MESSAGE, KernelrulesError
+
+    huge = " + ".join(["config.BLOCK_M"] * 20000) + " > 0 and"  # 340,000 characters, a syntax error at the end
+    start = time.monotonic()
+    done = run_cli("prune", _space(tmp_path, huge), "--arch", "hopper")
+    assert done.returncode == 2 and len(done.stderr) < MAX_MESSAGE + 200 and "characters left out" in done.stderr
+    assert time.monotonic() - start < 30
+    assert len(str(KernelrulesError("x" * 10**6, hint="y" * 10**6))) < 2 * MAX_MESSAGE + 200
