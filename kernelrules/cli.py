@@ -19,7 +19,7 @@ import typer
 
 from . import __version__
 from .cli_tune import register as _register_tuning
-from .errors import EXIT_USAGE, KernelrulesError
+from .errors import EXIT_USAGE, KernelrulesError, mask_credentials, shorten
 
 app = typer.Typer(
     name="kernelrules",
@@ -509,7 +509,8 @@ def main() -> None:
         if os.environ.get("KERNELRULES_DEBUG"):
             traceback.print_exc()
         typer.echo(
-            f"kernelrules: internal error: {type(exc).__name__}: {exc} (set KERNELRULES_DEBUG=1 for a traceback)",
+            f"kernelrules: internal error: {type(exc).__name__}: {mask_credentials(shorten(str(exc)))} "
+            "(set KERNELRULES_DEBUG=1 for a traceback)",
             err=True,
         )
         sys.exit(EXIT_USAGE)

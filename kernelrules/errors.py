@@ -8,12 +8,24 @@ architecture, an unparseable ``KEY=VALUE``) is raised as a
 
 from __future__ import annotations
 
+import re
+
 #: Exit code for usage, configuration and input errors (ruff's convention).
 EXIT_USAGE = 2
 
 #: Longest message or hint shown whole; a longer one (a 200,000-character expression echoed
 #: back) keeps its start and end around a count of what was left out.
 MAX_MESSAGE = 600
+
+
+#: ``scheme://user:password@`` in any text: the password part.
+_CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(@)")
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***`` (a storage URL in an error from
+    SQLAlchemy or Optuna, say): no output of kernelrules ever shows one."""
+    return _CREDENTIALS.sub(r"\1***\3", text)
 
 
 def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -59,7 +71,7 @@ class KernelrulesError(Exception):
         text = f"{where}{shorten(self.message)}"
         if self.hint:
             text += f" ({shorten(self.hint)})"
-        return text
+        return mask_credentials(text)
 
 
 class ProfileError(KernelrulesError):

@@ -205,3 +205,12 @@ def test_a_huge_expression_is_not_echoed_whole(run_cli, tmp_path):
     assert done.returncode == 2 and len(done.stderr) < MAX_MESSAGE + 200 and "characters left out" in done.stderr
     assert time.monotonic() - start < 30
     assert len(str(KernelrulesError("x" * 10**6, hint="y" * 10**6))) < 2 * MAX_MESSAGE + 200
+
+
+def test_credentials_are_masked_in_every_error_line():
+    from kernelrules.errors import KernelrulesError, mask_credentials
+
+    text = "cannot open postgresql+psycopg://tuner:S3CRET@db:5432/x and redis://:pw@h/0"
+    assert mask_credentials(text) == "cannot open postgresql+psycopg://tuner:***@db:5432/x and redis://:***@h/0"
+    assert "S3CRET" not in str(KernelrulesError(text, hint="retry postgresql://u:S3CRET@h/db"))
+    assert mask_credentials("sqlite:////tmp/x.db and http://host:8080/path") == "sqlite:////tmp/x.db and http://host:8080/path"

@@ -149,8 +149,8 @@ def pg_url(pg_server):
     return f"postgresql+psycopg://{ROLE}:{PASSWORD}@127.0.0.1:{pg_server.port}/{name}"
 
 
-def _command(tmp_path: Path, url: str, *extra: str) -> list[str]:
-    return [*kernelrules_command(), "tune", str(SMALL), "--arch", "ampere", "--interpret", "--json", "--stage",
+def _command(tmp_path: Path, url: str, *extra: str, space: str | None = None) -> list[str]:
+    return [*kernelrules_command(), "tune", space or str(SMALL), "--arch", "ampere", "--interpret", "--json", "--stage",
             "config", "--storage", url, "--study-name", "s", "--cache-dir", str(tmp_path / "cache"), "--top-k", "1",
             "--rounds", "1", *extra]
 
@@ -263,3 +263,24 @@ def test_a_killed_run_resumes_with_no_trial_lost(tmp_path, pg_url):
     assert timed_keys and max(timed_keys.values()) == 1
     f = summary["funnel"]
     assert f["space"] == f["rejected"] + f["learned"] + f["failed"] + f["timed"] + f["not_sampled"]
+
+
+def test_no_output_shows_the_password_in_the_url(tmp_path, pg_url):
+    """Issue 18: a storage URL with a password is masked in every message: a study that does not exist,
+    a study made for another space, and a tune run's own output."""
+    run = lambda *args: subprocess.run([*kernelrules_command(), *args], capture_output=True, text=True,  # noqa: E731
+                                       env=_env(), cwd=tmp_path, timeout=300)
+    first = subprocess.run(_command(tmp_path, pg_url, "--trials", "2", "--sampler", "random", "--seed", "1"),
+                           capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    missing = run("report", pg_url, "--study-name", "nosuch")
+    assert missing.returncode == 2 and "no study 'nosuch'" in missing.stderr and ":***@" in missing.stderr
+    other = tmp_path / "other.tune.yaml"  # the same kernel, another space
+    kernel = (SMALL.parent / "../../../examples/matmul.py").resolve()
+    other.write_text(SMALL.read_text().replace("../../../examples/matmul.py", str(kernel))
+                     .replace("num_stages: [1, 2]", "num_stages: [1, 2, 3]"))
+    again = subprocess.run(_command(tmp_path, pg_url, "--trials", "1", space=str(other)), capture_output=True,
+                           text=True, env=_env(), cwd=tmp_path, timeout=300)
+    assert again.returncode == 2 and "was made for another" in again.stderr
+    for done in (first, missing, again):
+        assert PASSWORD not in done.stdout + done.stderr

@@ -176,13 +176,15 @@ class Tuner:
         self.heartbeat = Heartbeat(self.study).start()
 
     def _check_study_attrs(self) -> None:
+        from .study import display_url
+
         attrs = self.study.user_attrs
         identity = {"kernel": f"{Path(self.spec.kernel_path).name}:{self.spec.kernel_name}", "arch": self.arch.name,
                     "sizes": self.spec.sizes, "space": {k: list(v) for k, v in self.space.space.items()},
                     "fixed": dict(self.space.fixed), "interpret": self.options.interpret}
         if "kr_identity" in attrs and attrs["kr_identity"] != identity:
-            raise KernelrulesError(f"study {self.study_name!r} in {self.url} was made for another kernel, space, "
-                                   f"problem or architecture", hint="pass another --study-name")
+            raise KernelrulesError(f"study {self.study_name!r} in {display_url(self.url)} was made for another "
+                                   f"kernel, space, problem or architecture", hint="pass another --study-name")
         if "kr_identity" not in attrs:
             flat, sku = self.arch.flat(), getattr(self.arch, "sku", None)
             if not any(k.endswith("_tflops_dense") for k in flat) and flat.get("skus"):

@@ -23,6 +23,7 @@ from ..errors import KernelrulesError
 from . import records as rec
 from .feedback import FAILURES, TIMED
 from .output import INTERPRET_WARNING
+from .study import display_url
 
 _COLORS = {"better": "#1a7f37", "slower": "#4c8eda", "rejected": "#999999", "learned": "#bbbbbb",
            "wrong_result": "#d1242f", "duplicate": "#dddddd"}
@@ -45,7 +46,8 @@ def open_study(storage: str, study_name: str | None) -> Any:
                                    hint=", ".join(names) if names else "it holds none")
         study_name = names[0]
     elif study_name not in names:
-        raise KernelrulesError(f"no study {study_name!r} in {storage}", hint=", ".join(names) or "it holds none")
+        raise KernelrulesError(f"no study {study_name!r} in {display_url(storage)}",
+                               hint=", ".join(names) or "it holds none")
     return optuna.load_study(study_name=study_name, storage=backend)
 
 
