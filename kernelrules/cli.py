@@ -427,6 +427,7 @@ def _check_selectors(settings) -> None:
 
 def _filter_and_suppress(report, settings) -> None:
     """Drop findings the settings do not select, then mark the ones a comment suppresses."""
+    from .pysource import read_python
     from .suppress import KernelAnchors, apply_suppressions
 
     report.findings = [f for f in report.findings if settings.is_enabled(f.code, f.path)]
@@ -434,7 +435,7 @@ def _filter_and_suppress(report, settings) -> None:
     for finding in report.findings:
         if finding.path not in sources:
             try:
-                sources[finding.path] = Path(finding.path).read_text(encoding="utf-8")
+                sources[finding.path] = read_python(finding.path)
             except OSError:
                 sources[finding.path] = ""
     for kernel in report.kernels:

@@ -28,6 +28,7 @@ from typing import Any, Iterator, Sequence
 from .autotune_eval import ConfigEvaluator, ConfigSite, ModuleScope, Unsupported
 from .discover_calls import find_jit_calls
 from .kernelsource import _dotted_name, _global_loads
+from .pysource import read_python
 
 #: Directory names never descended into.
 SKIPPED_DIRS = frozenset({"__pycache__", ".venv", "venv", "site-packages", "node_modules"})
@@ -413,7 +414,7 @@ def _cached_module(path: Path) -> "ParsedModule | None":
 def read_module(path: Path) -> ParsedModule | Problem:
     """Read and parse one file, or the :class:`Problem` that prevented it."""
     try:
-        source = path.read_text(encoding="utf-8")
+        source = read_python(path)
     except (OSError, UnicodeDecodeError) as exc:
         return Problem(path, None, None, f"cannot read file: {exc}", "unreadable-file")
     try:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from .errors import KernelrulesError
+from .pysource import read_python
 
 #: Value given to a divisible integer without a size hint (as signatures.DEFAULT_INT).
 DIVISIBLE_DEFAULT = 4096
@@ -310,7 +311,7 @@ def _info(path: Path, func: ast.FunctionDef, offset: int, decorator: ast.Call) -
 def _read(path: Path) -> str:
     """The file's text; an unreadable file is an :class:`InductorOutputError`."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_python(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise InductorOutputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=str(path)) from exc
 

@@ -83,46 +83,41 @@ def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple]
 
 
 class JudgementCache:
-    """Per-kernel lint judgements under ``<cache dir>/lint/``."""
+    """Per-kernel lint judgements under ``<cache dir>/lint/``.
+
+    Every entry holds its key and a SHA-256 of its content: an entry that is truncated,
+    edited, of the wrong shape or filed under another key is ignored (then recomputed and
+    rewritten), never replayed.
+    """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.root = Path(directory) / "lint"
 
     def get(self, key: str) -> tuple[list[dict], list[Finding]] | None:
-        path = self.root / key[:2] / f"{key}.json"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            names = {f.name for f in fields(Finding)}
-            findings = [Finding(**{k: v for k, v in item.items() if k in names}) for item in data["findings"]]
-            return list(data["records"]), findings
-        except (OSError, ValueError, KeyError, TypeError):
+        """The records and findings of one judgement, or None."""
+        data = self._read(key)
+        if data is None:
             return None
+        findings = _findings(data.get("findings"))
+        records = data.get("records")
+        if findings is None or not _dicts(records):
+            return None
+        return list(records), findings
 
     def put(self, key: str, records: list[dict], findings: list[Finding]) -> None:
-        path = self.root / key[:2] / f"{key}.json"
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            text = json.dumps({"records": records, "findings": [asdict(f) for f in findings]})
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a cache that cannot be written only costs time
+        self._write(key, {"records": records, "findings": [asdict(f) for f in findings]})
 
     def get_outcome(self, key: str) -> dict[str, Any] | None:
         """A whole kernel's outcome (status, message, provenance, records, findings), or None."""
-        found = self._read(f"outcome-{key}")
-        if found is None:
+        data = self._read(f"outcome-{key}")
+        if data is None:
             return None
-        try:
-            names = {f.name for f in fields(Finding)}
-            found["findings"] = [Finding(**{k: v for k, v in item.items() if k in names}) for item in found["findings"]]
-            if not isinstance(found["status"], str) or not isinstance(found["records"], list):
-                return None
-            return found
-        except (KeyError, TypeError):
+        findings = _findings(data.get("findings"))
+        if (findings is None or not _dicts(data.get("records")) or not isinstance(data.get("status"), str)
+                or not isinstance(data.get("message"), (str, type(None)))
+                or not isinstance(data.get("signature_provenance"), dict)):
             return None
+        return {**data, "findings": findings}
 
     def put_outcome(self, key: str, status: str, message: str | None, provenance: dict[str, str],
                     records: list[dict], findings: list[Finding]) -> None:
@@ -130,20 +125,47 @@ class JudgementCache:
         self._write(f"outcome-{key}", {"status": status, "message": message, "signature_provenance": provenance,
                                        "records": records, "findings": [asdict(f) for f in findings]})
 
+    def _path(self, name: str) -> Path:
+        return self.root / name[-64:][:2] / f"{name}.json"
+
     def _read(self, name: str) -> dict[str, Any] | None:
         try:
-            data = json.loads((self.root / name[-64:][:2] / f"{name}.json").read_text(encoding="utf-8"))
+            entry = json.loads(self._path(name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        return data if isinstance(data, dict) else None
+        if not isinstance(entry, dict) or entry.get("key") != name or not isinstance(entry.get("data"), dict):
+            return None
+        if entry.get("sha256") != _digest(entry["data"]):
+            return None
+        return entry["data"]
 
     def _write(self, name: str, data: dict[str, Any]) -> None:
-        path = self.root / name[-64:][:2] / f"{name}.json"
+        path = self._path(name)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps({"key": name, "sha256": _digest(data), "data": data})
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(data))
+                handle.write(text)
             os.replace(tmp, path)
-        except OSError:
+        except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written only costs time
+
+
+def _digest(data: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def _dicts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
+def _findings(items: Any) -> list[Finding] | None:
+    """Findings from their JSON form; None when any item is not one."""
+    if not _dicts(items):
+        return None
+    names = {f.name for f in fields(Finding)}
+    try:
+        return [Finding(**{k: v for k, v in item.items() if k in names}) for item in items]
+    except TypeError:
+        return None

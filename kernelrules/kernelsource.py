@@ -49,6 +49,7 @@ from typing import Any, Iterator
 from .discover_calls import Binding, classify_by_last_name, find_jit_calls
 from .errors import KernelSourceError, KernelSyntaxError
 from .pkgsource import module_statements
+from .pysource import read_python
 
 #: Module names whose imports are kept (the name itself or any submodule).
 KEPT_IMPORT_ROOTS = ("triton", "math")
@@ -110,7 +111,7 @@ class _Reduced:
 def _read_source(path: Path) -> str:
     """Read the file as text, turning I/O problems into a located error."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_python(path)
     except FileNotFoundError:
         raise KernelSourceError("file not found", path=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:

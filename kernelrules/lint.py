@@ -25,12 +25,13 @@ from typing import Any, Callable, Mapping, Sequence
 from .arch import load_arch
 from .cache import ResultCache
 from .config import LAUNCH_OPTIONS, KernelConfig
-from .guess_search import guessed_fp16_pointers, pointer_variants
-from .judgement_cache import JudgementCache, judgement_key
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
 from .findings import Finding, KernelReport, LintReport, lint_finding
+from .guess_search import guessed_fp16_pointers, pointer_variants
+from .judgement_cache import JudgementCache, judgement_key
 from .prune import KernelTarget, Pruner
+from .pysource import read_python
 
 Progress = Callable[[str, int, int], None]
 
@@ -57,7 +58,7 @@ class LintOptions:
 def _relative(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop (RuntimeError before 3.13)
         return str(path)
 
 
@@ -65,7 +66,7 @@ def _source_line(sources: dict[str, list[str]], path: Path, line: int | None) ->
     key = str(path)
     if key not in sources:
         try:
-            sources[key] = path.read_text(encoding="utf-8").splitlines()
+            sources[key] = read_python(path).splitlines()
         except OSError:
             sources[key] = []
     lines = sources[key]

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from .pysource import read_python
+
 #: Hint given with every name kernelrules cannot find.
 FIX_HINT = "pass --src DIR (the directory holding the package), use --import, or give the kernel a spec file"
 
@@ -226,7 +228,7 @@ def file_names(path: Path) -> _Names:
         return _Names(error=f"{path.name} is reached again (an import cycle) while kernelrules reads its branches")
     names = _Names()
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(read_python(path), filename=str(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as exc:
         names.error = f"cannot read {path.name}: {type(exc).__name__}: {exc}"
     else:

@@ -214,3 +214,31 @@ def test_credentials_are_masked_in_every_error_line():
     assert mask_credentials(text) == "cannot open postgresql+psycopg://tuner:***@db:5432/x and redis://:***@h/0"
     assert "S3CRET" not in str(KernelrulesError(text, hint="retry postgresql://u:S3CRET@h/db"))
     assert mask_credentials("sqlite:////tmp/x.db and http://host:8080/path") == "sqlite:////tmp/x.db and http://host:8080/path"
+
+
+LATIN1_KERNEL = (b"# -*- coding: latin-1 -*-\n# caf\xe9\nimport triton\nimport triton.language as tl\n\n\n"
+                 b"@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr = 64):\n    # r\xe9sum\xe9\n"
+                 b"    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)\n")
+
+
+def test_one_bad_file_is_one_finding_and_the_rest_is_judged(run_cli, tmp_path):
+    """A Latin-1 file with its PEP 263 cookie is read as Python reads it; undecodable bytes, a FIFO named
+    *.py and a symlink loop are each a finding for that file (LNT004), and the good files are still judged."""
+    import os
+
+    (tmp_path / "latin.py").write_bytes(LATIN1_KERNEL)
+    (tmp_path / "crlf.py").write_bytes(LATIN1_KERNEL.split(b"\n", 1)[1].replace(b"\xe9", b"e").replace(b"\n", b"\r\n"))
+    (tmp_path / "bad.py").write_bytes(b"x = '\xff\xfe'\n")
+    os.mkfifo(tmp_path / "fifo.py")
+    os.symlink(tmp_path / "loop_a.py", tmp_path / "loop_b.py")
+    os.symlink(tmp_path / "loop_b.py", tmp_path / "loop_a.py")
+    start = time.monotonic()
+    done = run_cli("lint", ".", "--arch", "hopper", "--stage", "config", "--format", "json", "--cache-dir", "c")
+    assert time.monotonic() - start < 60 and "Traceback" not in done.stderr and done.returncode == 1, done.stderr
+    import json
+
+    report = json.loads(done.stdout)
+    assert sorted(k["path"] for k in report["kernels"] if k["status"] == "analyzed") == ["crlf.py", "latin.py"]
+    problems = {f["path"]: f["message"] for f in report["findings"] if f["code"] == "LNT004"}
+    assert set(problems) == {"bad.py", "fifo.py", "loop_a.py", "loop_b.py"}, problems
+    assert "not a regular file" in problems["fifo.py"] and "cannot decode" in problems["bad.py"]

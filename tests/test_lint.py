@@ -151,7 +151,22 @@ def test_warm_lint_reuses_judgements_and_ignores_corrupt_entries(run_cli, tmp_pa
         entry.write_text("{not json")
     again = run_cli(*args)
     assert again.stdout == cold.stdout  # recomputed, and rewritten
-    assert all(json.loads(entry.read_text())["findings"] for entry in entries)
+    assert all(json.loads(entry.read_text())["data"]["findings"] for entry in entries)
+    # A well-formed entry whose content was changed (no finding replayed) fails its checksum: recomputed.
+    for entry in entries:
+        doc = json.loads(entry.read_text())
+        doc["data"]["findings"] = []
+        entry.write_text(json.dumps(doc))
+    assert run_cli(*args).stdout == cold.stdout
+    # The wrong shape (records not a list of objects), with a matching checksum: ignored too.
+    from kernelrules.judgement_cache import _digest
+
+    for entry in entries:
+        doc = json.loads(entry.read_text())
+        doc["data"]["records"] = [1, 2]
+        doc["sha256"] = _digest(doc["data"])
+        entry.write_text(json.dumps(doc))
+    assert run_cli(*args).stdout == cold.stdout
 
 
 def test_warm_lint_replays_needs_spec_outcomes_without_compiling(run_cli, tmp_path):
