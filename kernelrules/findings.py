@@ -44,6 +44,9 @@ LINT_CODES: dict[str, LintCode] = {
                  "A `# kernelrules: ignore[...]` entry suppressed nothing."),
         LintCode("LNT004", "file-error", "error",
                  "A file could not be read or does not parse as Python."),
+        LintCode("LNT005", "not-judged", "warning",
+                 "Configs were judged without the predictions a rule needs (the probe compiles failed), "
+                 "so what those rules check was not checked."),
     )
 }
 

@@ -60,7 +60,8 @@ def _rules_fingerprint(engine: Any) -> str:
 
 
 def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple], fixed: Sequence[str],
-                  archs: Sequence[Any], stage: str, engine: Any, src: Sequence[str] = ()) -> str | None:
+                  archs: Sequence[Any], stage: str, engine: Any, src: Sequence[str] = (),
+                  timeout: float | None = None) -> str | None:
     """The cache key of one kernel's lint judgement; None when the source cannot be hashed.
 
     ``src`` (``--src``) decides where helpers imported from the package are found; the
@@ -78,6 +79,7 @@ def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple]
         "path": str(Path(kernel.path).resolve()), "kernel": kernel.name, "signature": signature,
         "configs": [[config.to_dict(), line, col] for config, line, col in sites], "fixed": sorted(fixed),
         "archs": [(a.name, a.sku) for a in archs], "stage": stage, "rules": _rules_fingerprint(engine),
+        "timeout": timeout,  # a compile that timed out under one limit may finish under another
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()
 

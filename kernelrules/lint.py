@@ -351,6 +351,8 @@ class Linter:
             self.engine = _Engine(self.engine.rules.select(options.select, options.ignore))
         self.progress = progress
         self._current = ""
+        #: (architecture, reason) of the last judgement's architectures judged without predictions.
+        self._unjudged: list[tuple[str, str]] = []
         self.archs = [load_arch(a) for a in options.archs]
         self.cache = ResultCache(options.cache_dir) if options.cache_dir else ResultCache()
         self.sources: dict[str, list[str]] = {}
@@ -393,6 +395,7 @@ class Linter:
     def _lint_kernel(self, kernel: Any, report: LintReport) -> None:
         from .signatures import infer_signature
 
+        self._unjudged = []
         path = Path(kernel.path)
         shown = _relative(path)
         kernel_report = KernelReport(path=shown, name=kernel.name, line=kernel.line, status="analyzed",
@@ -465,7 +468,8 @@ class Linter:
         misses = self._package_dependencies(kernel, kernel_report)
         outcome_key = judgement_key(kernel, {"outcome": signature.spec, "provenance": signature.provenance,
                                              "guessed": guessed}, sites, frozenset(fixed), self.archs,
-                                    self.options.stage, self.engine, src=tuple(self.options.src))
+                                    self.options.stage, self.engine, src=tuple(self.options.src),
+                                    timeout=self.options.timeout)
         if outcome_key and self._replay_outcome(outcome_key, kernel, kernel_report, report):
             return
         start = len(report.findings)
@@ -482,7 +486,7 @@ class Linter:
                                    f"a spec ('kernelrules spec {shown}') or a trace")
         self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed, misses,
                     retry_types=not searched)
-        if outcome_key and kernel_report.status in ("analyzed", "needs-spec"):
+        if outcome_key and kernel_report.status in ("analyzed", "needs-spec") and not self._unjudged:
             JudgementCache(self.cache.directory).put_outcome(
                 outcome_key, kernel_report.status, kernel_report.message, kernel_report.signature_provenance,
                 kernel_report.records, report.findings[start:])
@@ -549,7 +553,7 @@ class Linter:
                fixed: frozenset[str] = frozenset(), guessed: Mapping[str, Any] | None = None,
                misses: Mapping[str, Any] | None = None, retry_types: bool = True) -> None:
         key = judgement_key(kernel, signature.spec, sites, fixed, self.archs, self.options.stage, self.engine,
-                            src=tuple(self.options.src))
+                            src=tuple(self.options.src), timeout=self.options.timeout)
         cache = JudgementCache(self.cache.directory)
         cached = cache.get(key) if key else None
         if cached is not None:
@@ -561,7 +565,7 @@ class Linter:
             return
         start = len(report.findings)
         self._judge_fresh(kernel, signature, sites, kernel_report, report, fixed, guessed, misses or {}, retry_types)
-        if key and kernel_report.status == "analyzed":
+        if key and kernel_report.status == "analyzed" and not self._unjudged:  # failed probes may work next time
             cache.put(key, kernel_report.records, report.findings[start:])
 
     def _judge_fresh(self, kernel: Any, signature: Any, sites: list, kernel_report: KernelReport,
@@ -586,6 +590,10 @@ class Linter:
             return
         if self._not_the_users(kernel, results, kernel_report, report, guessed, misses, spec):
             return
+        for arch_name, reason in self._unjudged:  # never a silent pass: say what was not checked
+            report.findings.append(self._lint_code(
+                kernel, "LNT005", f"{arch_name}: configs judged without resource predictions ({reason}); shared "
+                                  f"memory and registers were not checked: lint at the compiled stage"))
         where = {c.key(): (line, col) for c, line, col in sites}
         note = " (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items()) + ")" if guessed else ""
         from .lint_limits import guessed_signature
@@ -637,12 +645,17 @@ class Linter:
                               src=tuple(self.options.src))
         pruner = Pruner(target, engine=self.engine, timeout=self.options.timeout, progress=self._compile_progress,
                         pool=self.pool)
+        self._unjudged = []
         try:
             probe = _uses_dot(kernel)
+            compiled = self.options.stage == "compiled"
             results = []
             for arch in self.archs:
-                records, _model = pruner.judge_arch(configs, arch, self.options.stage == "compiled", {}, probe=probe)
+                records, model = pruner.judge_arch(configs, arch, compiled, {}, probe=probe)
                 results.append((arch, records))
+                if probe and model is None and not compiled and any(not r.verdict.rejected for r in records):
+                    reason = pruner.model_errors.get(arch.name, "no probe compiled")
+                    self._unjudged.append((arch.name, f"{reason}: the probe compiles failed or timed out"))
             return spec, results
         finally:
             pruner.close()

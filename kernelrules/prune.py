@@ -130,6 +130,8 @@ class Pruner:
         self._run_options = {"cache": cache} if pool is not None and cache is not None else {}
         self.probe_results = probe_results
         self.notes: list[str] = []
+        #: Architecture -> why no resource model could be learned (the probe compiles failed, ...).
+        self.model_errors: dict[str, str] = {}
 
     def close(self) -> None:
         if self._own_pool:
@@ -169,6 +171,7 @@ class Pruner:
             model.registers = self._fit_registers(model, candidates, arch)
             return model
         if error is not None:
+            self.model_errors[arch.name] = str(error)
             self.notes.append(f"{arch.name}: no resource model ({error}); shared memory is judged after compiling")
         return None
 

@@ -242,3 +242,21 @@ def test_one_bad_file_is_one_finding_and_the_rest_is_judged(run_cli, tmp_path):
     problems = {f["path"]: f["message"] for f in report["findings"] if f["code"] == "LNT004"}
     assert set(problems) == {"bad.py", "fifo.py", "loop_a.py", "loop_b.py"}, problems
     assert "not a regular file" in problems["fifo.py"] and "cannot decode" in problems["bad.py"]
+
+
+def test_the_config_stage_never_passes_silently_when_its_probes_fail(run_cli, tmp_path):
+    """Issue 18 group 2: probe compiles that time out leave no resource model; the configs are still
+    judged by the rules that need none, and an LNT005 warning says what was not checked."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "matmul.py", tmp_path / "matmul.py")
+    args = ("lint", "matmul.py", "--arch", "hopper", "--stage", "config", "--cache-dir", "c", "--format", "json")
+    report = json.loads(run_cli(*args, "--timeout", "0.001").stdout)
+    (warning,) = [f for f in report["findings"] if f["code"] == "LNT005"]
+    assert warning["severity"] == "warning" and "were not checked" in warning["message"]
+    assert warning["message"].startswith("sm_90: configs judged without resource predictions (no probe compiled")
+    assert run_cli(*args[:-2], "--timeout", "0.001", "--fail-on", "warning", "-q").returncode == 1
+    normal = json.loads(run_cli(*args).stdout)  # probes that compile: a model, no LNT005
+    assert not [f for f in normal["findings"] if f["code"] == "LNT005"]
