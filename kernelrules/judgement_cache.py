@@ -61,7 +61,7 @@ def _rules_fingerprint(engine: Any) -> str:
 
 def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple], fixed: Sequence[str],
                   archs: Sequence[Any], stage: str, engine: Any, src: Sequence[str] = (),
-                  timeout: float | None = None) -> str | None:
+                  timeout: float | None = None, allow_code: bool = False) -> str | None:
     """The cache key of one kernel's lint judgement; None when the source cannot be hashed.
 
     ``src`` (``--src``) decides where helpers imported from the package are found; the
@@ -80,6 +80,7 @@ def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple]
         "configs": [[config.to_dict(), line, col] for config, line, col in sites], "fixed": sorted(fixed),
         "archs": [(a.name, a.sku) for a in archs], "stage": stage, "rules": _rules_fingerprint(engine),
         "timeout": timeout,  # a compile that timed out under one limit may finish under another
+        "allow_code": allow_code,  # with --import, kernels refused for running user code are built
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .consent import refusal, runs_user_code, user_code_allowed
 from .discover_calls import Binding, classify_by_last_name, find_jit_calls
 from .errors import KernelSourceError, KernelSyntaxError
 from .pkgsource import module_statements
@@ -461,6 +462,7 @@ def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None) -> types.Modu
     into the fresh module before its code runs (defaults may read them).
     """
     body = [*reduced.imports]
+    allowed = user_code_allowed()
     for node in reduced.statements:  # keep the file's order between constants and functions
         target = _assignment_target(node)
         if target is not None and reduced.constants.get(target[0]) is node:
@@ -469,7 +471,8 @@ def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None) -> types.Modu
             body.extend(reduced.bindings[id(node)].rebuilt(_kept_jit_keyword))
         elif isinstance(node, ast.FunctionDef) and (reduced.functions.get(node.name) is node
                                                     or id(node) in reduced.call_defs):
-            body.append(_strip_decorators(node))
+            if allowed or runs_user_code(node) is None:  # else left out: defining it would run user code
+                body.append(_strip_decorators(node))
     module_ast = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(module_ast)
     code = compile(module_ast, str(path), "exec")
@@ -630,6 +633,11 @@ def load_kernel(path: str | os.PathLike[str], name: str, src: tuple[str, ...] = 
     node = _find_kernel(reduced, path, name)  # before running anything: a missing kernel is the first error
     if not _is_kernel_jit(node):
         raise KernelSourceError(f"{name!r} is a constexpr_function, not a kernel", path=str(path), line=node.lineno)
+    if not user_code_allowed():  # refuse before anything of the file runs
+        for dep in _dependencies(reduced, name)[0]:
+            if runs_user_code(reduced.functions[dep]) is not None:
+                func = reduced.functions[dep]
+                raise KernelSourceError(refusal(func), path=str(path), line=func.lineno)
     loaded = _load_file(path, src, set())
     if name in loaded.handles:
         return loaded.handles[name]

@@ -17,10 +17,12 @@ The pipeline, for each file and kernel, never running the user's module:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .arch import load_arch
 from .cache import ResultCache
@@ -335,6 +337,25 @@ def _nothing_compiled(results: list) -> bool:
     return bool(compiled) and all(r.facts.get("compile_status") == "error" for r in compiled)
 
 
+@contextlib.contextmanager
+def _user_code(allowed: bool) -> Iterator[None]:
+    """Let this process and the compile workers it starts run the user's code (:mod:`kernelrules.consent`)
+    while linting with --import; the environment is restored after."""
+    from .consent import ALLOW_CODE_ENV
+
+    before = os.environ.get(ALLOW_CODE_ENV)
+    if allowed:
+        os.environ[ALLOW_CODE_ENV] = "1"
+    try:
+        yield
+    finally:
+        if allowed:
+            if before is None:
+                os.environ.pop(ALLOW_CODE_ENV, None)
+            else:
+                os.environ[ALLOW_CODE_ENV] = before
+
+
 #: The progress label of the count of kernels linted (the other labels name the kernel compiling).
 KERNELS_LABEL = "kernels"
 
@@ -364,11 +385,12 @@ class Linter:
 
         found = discover(paths)
         report = LintReport(kernels=[], findings=[], unused_suppressions=[], problems=[])
-        self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache)
-        try:
-            self._run_kernels(found, report)
-        finally:
-            self.pool.close()
+        with _user_code(self.options.import_modules):  # --import: the cross-compile may run the user's code
+            self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache)
+            try:
+                self._run_kernels(found, report)
+            finally:
+                self.pool.close()
         return report
 
     def _run_kernels(self, found: Any, report: LintReport) -> None:
@@ -469,7 +491,7 @@ class Linter:
         outcome_key = judgement_key(kernel, {"outcome": signature.spec, "provenance": signature.provenance,
                                              "guessed": guessed}, sites, frozenset(fixed), self.archs,
                                     self.options.stage, self.engine, src=tuple(self.options.src),
-                                    timeout=self.options.timeout)
+                                    timeout=self.options.timeout, allow_code=self.options.import_modules)
         if outcome_key and self._replay_outcome(outcome_key, kernel, kernel_report, report):
             return
         start = len(report.findings)
@@ -553,7 +575,8 @@ class Linter:
                fixed: frozenset[str] = frozenset(), guessed: Mapping[str, Any] | None = None,
                misses: Mapping[str, Any] | None = None, retry_types: bool = True) -> None:
         key = judgement_key(kernel, signature.spec, sites, fixed, self.archs, self.options.stage, self.engine,
-                            src=tuple(self.options.src), timeout=self.options.timeout)
+                            src=tuple(self.options.src), timeout=self.options.timeout,
+                            allow_code=self.options.import_modules)
         cache = JudgementCache(self.cache.directory)
         cached = cache.get(key) if key else None
         if cached is not None:

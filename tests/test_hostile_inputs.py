@@ -260,3 +260,57 @@ def test_the_config_stage_never_passes_silently_when_its_probes_fail(run_cli, tm
     assert run_cli(*args[:-2], "--timeout", "0.001", "--fail-on", "warning", "-q").returncode == 1
     normal = json.loads(run_cli(*args).stdout)  # probes that compile: a model, no LNT005
     assert not [f for f in normal["findings"] if f["code"] == "LNT005"]
+
+
+MARKED = '''\
+import triton
+import triton.language as tl
+
+
+@triton.constexpr_function
+def width(n):
+    __import__("pathlib").Path("{mark}_helper").write_text("ran")
+    return n
+
+
+@triton.jit
+def plain(x_ptr, n, B: tl.constexpr = 64):
+    offs = tl.arange(0, B)
+    tl.store(x_ptr + offs, 1.0, mask=offs < n)
+
+
+@triton.jit
+def by_default(x_ptr, n, B: tl.constexpr = 64 + 0 * __import__("pathlib").Path("{mark}_default").write_text("x")):
+    offs = tl.arange(0, B)
+    tl.store(x_ptr + offs, 1.0, mask=offs < n)
+
+
+@triton.jit
+def by_helper(x_ptr, n, B: tl.constexpr = 64):
+    offs = tl.arange(0, width(B))
+    tl.store(x_ptr + offs, 1.0, mask=offs < n)
+'''
+
+
+@pytest.mark.parametrize("stage", ["config", "compiled"])
+def test_lint_runs_no_user_code_without_import(run_cli, tmp_path, stage):
+    """Issue 18 group 1: a planted marker in a jit default and in a constexpr_function never runs
+    without --import (in lint's process or its compile workers); the kernels that need them are
+    needs-spec saying why, the plain kernel of the same file is analyzed."""
+    import json
+
+    mark = tmp_path / "MARK"
+    (tmp_path / "k.py").write_text(MARKED.format(mark=mark))
+    done = run_cli("lint", "k.py", "--arch", "hopper", "--stage", stage, "--format", "json", "--cache-dir", "c")
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr
+    assert list(tmp_path.glob("MARK*")) == []
+    kernels = {k["name"]: k for k in json.loads(done.stdout)["kernels"]}
+    assert kernels["plain"]["status"] == "analyzed"
+    if stage == "compiled":
+        assert kernels["by_default"]["status"] == "needs-spec"
+        assert "the default of `B` in `by_default`" in kernels["by_default"]["message"]
+        assert "--import" in kernels["by_default"]["message"]
+        assert "`width` is a @triton.constexpr_function" in kernels["by_helper"]["message"]
+        allowed = run_cli("lint", "k.py", "--arch", "hopper", "--format", "json", "--cache-dir", "c", "--import")
+        assert {k["name"]: k["status"] for k in json.loads(allowed.stdout)["kernels"]}["by_helper"] == "analyzed"
+        assert (tmp_path / "MARK_default").exists() and (tmp_path / "MARK_helper").exists()  # with consent, they ran
