@@ -27,6 +27,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from .bounds import MAX_SEQUENCE, TooLarge, check_binop
 from .config import KernelConfig
 from .kernelsource import _dotted_name
 from .pyops import BINARY, COMPARE, UNARY, cdiv, next_power_of_2, subset
@@ -35,7 +36,14 @@ from .pyops import BINARY, COMPARE, UNARY, cdiv, next_power_of_2, subset
 DEFAULT_STEP_LIMIT = 200_000
 
 #: Largest list or range the interpreter builds.
-MAX_SEQUENCE = 100_000
+
+
+def _check_before(op: ast.operator, left: Any, right: Any, node: ast.AST) -> None:
+    """Refuse, before computing it, a result over the bounds of :mod:`kernelrules.bounds`."""
+    try:
+        check_binop(op, left, right)
+    except TooLarge as exc:
+        raise Unsupported(str(exc), node) from None
 
 _BINOPS = subset(BINARY, (ast.MatMult,))
 _UNARY = UNARY
@@ -278,6 +286,7 @@ class ConfigEvaluator:
             raise Unsupported(f"unsupported operator {type(node.op).__name__}", node)
         if isinstance(node.op, ast.Pow) and isinstance(right, int) and right > 64:
             raise Unsupported("exponent too large", node)
+        _check_before(node.op, left, right, node)  # refuse a huge result before computing it
         try:
             return self._check_size(op(left, right), node)
         except Exception as exc:  # noqa: BLE001 - any arithmetic failure is "cannot evaluate"

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .bounds import UNKNOWN, TooLarge, bounded_value
 from .consent import refusal, runs_user_code, user_code_allowed
 from .discover_calls import Binding, classify_by_last_name, find_jit_calls
 from .errors import KernelSourceError, KernelSyntaxError
@@ -119,10 +120,22 @@ def _read_source(path: Path) -> str:
         raise KernelSourceError(f"cannot read file: {exc}", path=str(path)) from None
 
 
+#: The last parsed files, by (path, sha256 of the text): a run asks for one file's tree several times
+#: (source hash, load, helpers), and a large file takes seconds to parse. The trees are never mutated.
+_TREES: dict[tuple[str, str], ast.Module] = {}
+
+
 def _parse(source: str, path: Path) -> ast.Module:
-    """Parse the file, turning a syntax error into a located error."""
+    """Parse the file (once per content), turning a syntax error into a located error."""
+    key = (str(path), hashlib.sha256(source.encode()).hexdigest())
+    if key in _TREES:
+        return _TREES[key]
     try:
-        return ast.parse(source, filename=str(path))
+        tree = ast.parse(source, filename=str(path))
+        if len(_TREES) >= 32:
+            _TREES.clear()
+        _TREES[key] = tree
+        return tree
     except SyntaxError as exc:
         raise KernelSyntaxError(
             f"syntax error: {exc.msg}", path=str(path), line=exc.lineno, column=exc.offset
@@ -271,6 +284,7 @@ def reduce_module(source: str, path: Path) -> _Reduced:
     functions: dict[str, ast.FunctionDef] = {}
     plain: dict[str, ast.FunctionDef] = {}
     top = {id(node) for node in tree.body}
+    values: dict[str, Any] = {}  # the kept constants' values, where literal (for the size bounds)
     statements = list(module_statements(tree.body, path=path))
     for node in statements:
         kept_import = _filter_import(node)
@@ -281,16 +295,29 @@ def reduce_module(source: str, path: Path) -> _Reduced:
         target = _assignment_target(node)
         if target is not None:
             name, value = target
-            if _is_constant_expr(value, set(constants), aliases):
+            if _is_constant_expr(value, constants.keys(), aliases) and _small(name, value, values):
                 constants[name] = node
             else:
                 constants.pop(name, None)  # a later non-literal rebinding wins at run time
+                values.pop(name, None)
             continue
         if isinstance(node, ast.FunctionDef):
             (functions if _is_jit(node) else plain)[node.name] = node
     reduced = _Reduced(source, tree, imports, constants, functions, plain, aliases, statements)
     _add_jit_calls(reduced)
     return reduced
+
+
+def _small(name: str, value: ast.expr, values: dict[str, Any]) -> bool:
+    """Whether a constant can be kept without computing a huge value (:mod:`kernelrules.bounds`);
+    its value, when literal, is recorded in ``values`` for the constants after it."""
+    try:
+        found = bounded_value(value, values)
+    except TooLarge:
+        return False  # left out: a kernel reading it is told the name is not defined as kernelrules reads it
+    if found is not UNKNOWN:
+        values[name] = found
+    return True
 
 
 def _add_jit_calls(reduced: _Reduced) -> None:

@@ -314,3 +314,37 @@ def test_lint_runs_no_user_code_without_import(run_cli, tmp_path, stage):
         allowed = run_cli("lint", "k.py", "--arch", "hopper", "--format", "json", "--cache-dir", "c", "--import")
         assert {k["name"]: k["status"] for k in json.loads(allowed.stdout)["kernels"]}["by_helper"] == "analyzed"
         assert (tmp_path / "MARK_default").exists() and (tmp_path / "MARK_helper").exists()  # with consent, they ran
+
+
+def test_huge_values_are_refused_before_they_are_computed(run_cli, tmp_path):
+    """`"x" * 3_000_000_000` (3 GB) and chained powers (minutes) in module constants and autotune lists:
+    refused by the bounds before computing, in the discovery interpreter and in the rebuilt module."""
+    import json
+
+    from kernelrules.bounds import MAX_INT_BITS, UNKNOWN, TooLarge, bounded_value
+
+    known = {}
+    assert bounded_value(ast_expr("2 ** 12 * 3"), known) == 12288
+    assert bounded_value(ast_expr("tl.float16"), known) is UNKNOWN
+    for text in ('"x" * 3_000_000_000', "10 ** 64 ** 2", "1 << 100000", "[0] * 10 ** 6", f"(2 ** {MAX_INT_BITS}) * 2 ** 64"):
+        with pytest.raises(TooLarge):
+            bounded_value(ast_expr(text), known)
+    (tmp_path / "k.py").write_text(
+        "import triton\nimport triton.language as tl\nA = 10**64\nB = A**64\nC = B**64\nS = 'x' * 3_000_000_000\n\n\n"
+        "@triton.autotune(configs=[triton.Config({'BLOCK': 64 + 0 * C})], key=['n'])\n@triton.jit\n"
+        "def k(x_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+        "    tl.store(x_ptr + offs, 1.0, mask=offs < n)\n\n\n@triton.jit\n"
+        "def plain(x_ptr, n, BLOCK: tl.constexpr = 64):\n    offs = tl.arange(0, BLOCK)\n"
+        "    tl.store(x_ptr + offs, 1.0, mask=offs < n)\n")
+    start = time.monotonic()
+    done = run_cli("lint", "k.py", "--arch", "hopper", "--format", "json", "--cache-dir", "c")
+    assert time.monotonic() - start < 60 and done.returncode in (0, 1), done.stderr
+    report = json.loads(done.stdout)
+    assert any(f["code"] == "LNT002" and "larger than" in f["message"] for f in report["findings"])
+    assert {k["name"]: k["status"] for k in report["kernels"]}["plain"] == "analyzed"
+
+
+def ast_expr(text):
+    import ast
+
+    return ast.parse(text, mode="eval").body
