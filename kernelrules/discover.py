@@ -411,12 +411,15 @@ def _cached_module(path: Path) -> "ParsedModule | None":
     return parsed if isinstance(parsed, ParsedModule) else None
 
 
-def read_module(path: Path) -> ParsedModule | Problem:
-    """Read and parse one file, or the :class:`Problem` that prevented it."""
+def read_module(path: Path, *, needs: str | None = None) -> ParsedModule | Problem | None:
+    """Read and parse one file, or the :class:`Problem` that prevented it; None, without parsing,
+    when ``needs`` is given and the text does not contain it."""
     try:
         source = read_python(path)
     except (OSError, UnicodeDecodeError) as exc:
         return Problem(path, None, None, f"cannot read file: {exc}", "unreadable-file")
+    if needs is not None and needs not in source:
+        return None
     try:
         return parse_module(path, source)
     except SyntaxError as exc:
@@ -609,7 +612,11 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> DiscoveryResult:
     result = DiscoveryResult()
     modules: list[ParsedModule] = []
     for path in iter_python_files(paths):
-        parsed = read_module(path)
+        # A file that never says "triton" imports no triton and defines no jit function: not parsed
+        # (often most files of a package), so its syntax errors are not reported either.
+        parsed = read_module(path, needs="triton")
+        if parsed is None:
+            continue
         if isinstance(parsed, Problem):
             result.problems.append(parsed)
             continue

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import itertools
 import os
@@ -388,11 +389,31 @@ def _dependencies(reduced: _Reduced, name: str) -> tuple[list[str], list[str], l
 
 def _segment(source: str, node: ast.AST) -> str:
     """The exact source text of ``node`` (decorators of a function included)."""
-    text = ast.get_source_segment(source, node) or ast.unparse(node)
+    text = _source_segment(source, node) or ast.unparse(node)
     if isinstance(node, ast.FunctionDef):
-        decorators = [ast.get_source_segment(source, d) or ast.unparse(d) for d in node.decorator_list]
+        decorators = [_source_segment(source, d) or ast.unparse(d) for d in node.decorator_list]
         text = "\n".join(f"@{d}" for d in decorators) + "\n" + text
     return text
+
+
+@functools.lru_cache(maxsize=8)
+def _source_lines(source: str) -> list[str]:
+    """The lines of ``source`` as ``ast`` splits them, once per text (a file's segments are read many times)."""
+    return ast._splitlines_no_ff(source)  # type: ignore[attr-defined]  # what get_source_segment uses
+
+
+def _source_segment(source: str, node: ast.AST) -> str | None:
+    """``ast.get_source_segment(source, node)`` without splitting the whole text at every call."""
+    lineno, end_lineno = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+    col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+    if lineno is None or end_lineno is None or col is None or end_col is None:
+        return None
+    lines = _source_lines(source)
+    if end_lineno == lineno:
+        return lines[lineno - 1].encode()[col:end_col].decode()
+    first = lines[lineno - 1].encode()[col:].decode()
+    last = lines[end_lineno - 1].encode()[:end_col].decode()
+    return "".join([first, *lines[lineno:end_lineno - 1], last])
 
 
 def _hash_reduced(reduced: _Reduced, name: str) -> tuple[str, tuple[str, ...]]:

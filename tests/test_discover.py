@@ -426,3 +426,17 @@ def test_calls_that_do_not_make_jit_functions(tmp_path):
         "def p(x):\n    pass\nq = triton.heuristics({})(p)\n")           # a wrapper without jit
     result = discover([write(tmp_path, source)])
     assert result.kernels == [] and result.problems == []
+
+
+def test_files_that_never_say_triton_are_not_parsed(tmp_path):
+    """Most files of a package are not Triton code: without the word, no jit function, no parse (and so no
+    syntax error reported for them); a module read for its constants is still parsed when asked for."""
+    write(tmp_path, "def f(:\n", name="not_triton.py")
+    write(tmp_path, "BLOCKS = [32, 64]\n", name="consts.py")
+    write(tmp_path, HEADER + KERNEL, name="good.py")
+    result = discover([tmp_path])
+    assert [k.name for k in result.kernels] == ["k"] and result.problems == []
+    from kernelrules.discover import ParsedModule, cached_module
+
+    assert isinstance(cached_module(tmp_path / "consts.py"), ParsedModule)
+    assert "BLOCKS" in cached_module(tmp_path / "consts.py").constants

@@ -54,7 +54,7 @@ def test_suppression_and_unused_suppression(run_cli, tmp_path):
 
 
 def test_needs_spec_and_bad_files_never_crash(run_cli, tmp_path):
-    (tmp_path / "broken.py").write_text("def f(:\n")
+    (tmp_path / "broken.py").write_text("import triton\n\ndef f(:\n")
     (tmp_path / "opaque.py").write_text(textwrap.dedent("""\
         import triton
         import triton.language as tl
