@@ -45,10 +45,12 @@ def pointer_flow(module: ParsedModule) -> "PointerFlow":
 class PointerFlow:
     """Which parameters of a module's jit functions are pointers, by where they flow."""
 
-    def __init__(self, module: ParsedModule) -> None:
+    def __init__(self, module: ParsedModule, solve: bool = True) -> None:
+        """``solve=False``: only the expression helpers (:meth:`roots`, :meth:`local_roots`) are wanted."""
         self.module = module
         self.pointers: dict[str, set[str]] = {name: set() for name in module.jit_functions}
-        self._solve()
+        if solve:
+            self._solve()
 
     def _solve(self) -> None:
         """Iterate to a fixpoint: pointers passed to helpers' pointer parameters count too."""
@@ -97,21 +99,29 @@ class PointerFlow:
                         changed = True
         return roots
 
-    def roots(self, node: ast.expr, roots: Mapping[str, set[str]]) -> set[str]:
-        """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains."""
+    def roots(self, node: ast.expr, roots: Mapping[str, set[str]], bases: bool = False) -> set[str]:
+        """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains.
+
+        ``bases``: also through ``tl.make_block_ptr(base=...)`` and ``tl.make_tensor_descriptor(base=...)``
+        (a block pointer or descriptor is then rooted at its base: :mod:`kernelrules.side_effects`).
+        """
         if isinstance(node, ast.Name):
             return set(roots.get(node.id, ()))
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            left = self.roots(node.left, roots)
-            return left or (self.roots(node.right, roots) if isinstance(node.op, ast.Add) else set())
+            left = self.roots(node.left, roots, bases)
+            return left or (self.roots(node.right, roots, bases) if isinstance(node.op, ast.Add) else set())
         if isinstance(node, ast.Subscript):
-            return self.roots(node.value, roots)
+            return self.roots(node.value, roots, bases)
         if isinstance(node, ast.IfExp):
-            return self.roots(node.body, roots) | self.roots(node.orelse, roots)
+            return self.roots(node.body, roots, bases) | self.roots(node.orelse, roots, bases)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POINTER_PASSTHROUGH:
             if node.func.attr == "to":
-                return self.roots(node.func.value, roots)
-            return self.roots(node.args[0], roots) if node.args else set()
+                return self.roots(node.func.value, roots, bases)
+            return self.roots(node.args[0], roots, bases) if node.args else set()
+        if bases and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("make_block_ptr", "make_tensor_descriptor"):
+            base = next((kw.value for kw in node.keywords if kw.arg == "base"), node.args[0] if node.args else None)
+            return self.roots(base, roots, bases) if base is not None else set()
         return set()
 
     def _pointer_arguments(self, call: ast.Call) -> list[ast.expr]:

@@ -80,7 +80,8 @@ _MISSING = object()
 def _relocate(value: Any, node: ast.AST) -> Any:
     """Configs evaluated in another module, re-pointed at ``node`` (where this file uses them)."""
     if isinstance(value, ConfigSite):
-        return ConfigSite(value.config, getattr(node, "lineno", value.line), getattr(node, "col_offset", value.column))
+        return ConfigSite(value.config, getattr(node, "lineno", value.line), getattr(node, "col_offset", value.column),
+                          value.pre_hook)
     if isinstance(value, list):
         return [_relocate(v, node) for v in value]
     if isinstance(value, tuple):
@@ -105,6 +106,8 @@ class ConfigSite:
     config: KernelConfig
     line: int
     column: int
+    #: The ``triton.Config`` has a ``pre_hook`` (not ``None``): the user's code runs before each of its launches.
+    pre_hook: bool = False
 
 
 @dataclass
@@ -481,10 +484,13 @@ class ConfigEvaluator:
         if len(positional) > len(names):
             raise Unsupported("triton.Config with too many positional arguments", node)
         given = dict(zip(names, positional))
+        pre_hook = False
         for kw in node.keywords:
             if kw.arg is None:
                 raise Unsupported("triton.Config(**...) is not supported", node)
             if kw.arg in _CONFIG_IGNORED_KWARGS:
+                pre_hook = pre_hook or (kw.arg == "pre_hook" and not (isinstance(kw.value, ast.Constant)
+                                                                      and kw.value.value is None))
                 continue
             given[kw.arg] = self.eval(kw.value, env)
         kwargs = given.pop("kwargs", {}) or {}
@@ -496,7 +502,7 @@ class ConfigEvaluator:
                 raise Unsupported(f"triton.Config got an unknown keyword {name!r}", node)
             if value is not None:
                 values[name] = value
-        return ConfigSite(KernelConfig.from_dict(values), node.lineno, node.col_offset)
+        return ConfigSite(KernelConfig.from_dict(values), node.lineno, node.col_offset, pre_hook)
 
     def _value_method(self, node: ast.Call, target: Any, method: str, env: dict) -> Any:
         """A whitelisted method of a computed str value (``os.environ.get(...).lower()``)."""

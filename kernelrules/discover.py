@@ -76,6 +76,17 @@ class AutotuneInfo:
     key: list[str] = field(default_factory=list)
     prune_configs_by: str | None = None
     configs_error: str | None = None
+    #: Column (0-based) of the decorator's call (``triton.autotune(...)``, after the ``@``).
+    column: int = 0
+    #: Argument names of ``reset_to_zero=[...]`` and ``restore_value=[...]`` (empty when not given).
+    reset_to_zero: list[str] = field(default_factory=list)
+    restore_value: list[str] = field(default_factory=list)
+    #: Source text of ``pre_hook=`` / ``post_hook=`` when given (not ``None``): the user's own code runs
+    #: around every timing run.
+    pre_hook: str | None = None
+    post_hook: str | None = None
+    #: Why ``reset_to_zero``/``restore_value`` could not be read statically (None when they were).
+    side_effect_lists_error: str | None = None
 
 
 @dataclass
@@ -489,8 +500,10 @@ def _call_argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
 
 
 def _autotune(decorator: ast.Call, module: ParsedModule, problems: list[Problem]) -> AutotuneInfo:
-    """Read ``@triton.autotune(configs, key, prune_configs_by=...)``."""
-    info = AutotuneInfo(line=decorator.lineno)
+    """Read ``@triton.autotune(configs, key, prune_configs_by=..., reset_to_zero=..., restore_value=...,
+    pre_hook=..., post_hook=...)``."""
+    info = AutotuneInfo(line=decorator.lineno, column=decorator.col_offset)
+    _side_effect_arguments(decorator, module, info)
     configs_node = _call_argument(decorator, "configs", 0)
     key_node = _call_argument(decorator, "key", 1)
     prune_node = _call_argument(decorator, "prune_configs_by", 2)
@@ -516,6 +529,62 @@ def _autotune(decorator: ast.Call, module: ParsedModule, problems: list[Problem]
             problems.append(Problem(module.path, key_node.lineno, key_node.col_offset,
                                     f"autotune key cannot be read: {exc}", "unparseable-autotune"))
     return info
+
+
+def _side_effect_arguments(decorator: ast.Call, module: ParsedModule, info: AutotuneInfo) -> None:
+    """Fill ``reset_to_zero``, ``restore_value``, ``pre_hook`` and ``post_hook`` (positions 3 to 6 of
+    ``triton.autotune``); an unreadable name list sets ``side_effect_lists_error``."""
+    for name, position in (("reset_to_zero", 3), ("restore_value", 4)):
+        node = _call_argument(decorator, name, position)
+        if node is None or (isinstance(node, ast.Constant) and node.value is None):
+            continue
+        try:
+            value = ConfigEvaluator(module.scope(), step_limit=1000).eval(node, {})
+        except (Unsupported, RecursionError, TypeError, KeyError, ValueError) as exc:
+            info.side_effect_lists_error = f"{name} cannot be read: {exc}"
+            continue
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            info.side_effect_lists_error = f"{name} is not a list of argument names"
+            continue
+        setattr(info, name, list(names))
+    for name, position in (("pre_hook", 5), ("post_hook", 6)):
+        node = _call_argument(decorator, name, position)
+        if node is not None and not (isinstance(node, ast.Constant) and node.value is None):
+            setattr(info, name, module.segment(node))
+    for kw in decorator.keywords:  # **options: they must be seen not to hold any of these
+        keys = _dict_keys(kw.value, module) if kw.arg is None else set()
+        if keys is None or keys & {"reset_to_zero", "restore_value", "pre_hook", "post_hook"}:
+            info.side_effect_lists_error = f"**{module.segment(kw.value)} may hold reset_to_zero or restore_value"
+
+
+def _dict_keys(node: ast.expr, module: ParsedModule, depth: int = 0) -> set[str] | None:
+    """The string keys a ``**`` mapping can have, read from its definition (through module constants and
+    same-package imports); None when they cannot be read."""
+    if depth > 8:
+        return None
+    if isinstance(node, ast.Dict):
+        found: set[str] = set()
+        for key, value in zip(node.keys, node.values):
+            inner = _dict_keys(value, module, depth + 1) if key is None else (
+                {key.value} if isinstance(key, ast.Constant) and isinstance(key.value, str) else None)
+            if inner is None:
+                return None
+            found |= inner
+        return found
+    if isinstance(node, ast.IfExp):
+        body, orelse = _dict_keys(node.body, module, depth + 1), _dict_keys(node.orelse, module, depth + 1)
+        return None if body is None or orelse is None else body | orelse
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        return None if any(kw.arg is None for kw in node.keywords) else {kw.arg for kw in node.keywords}
+    if isinstance(node, ast.Name):
+        if node.id in module.constants:
+            return _dict_keys(module.constants[node.id], module, depth + 1)
+        source = module.import_sources.get(node.id)
+        other = _cached_module(source[0]) if source is not None else None
+        if other is not None:
+            return _dict_keys(ast.Name(source[1]), other, depth + 1)
+    return None
 
 
 def _heuristics(decorator: ast.Call, module: ParsedModule, problems: list[Problem]) -> dict[str, str]:

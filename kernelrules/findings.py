@@ -47,6 +47,9 @@ LINT_CODES: dict[str, LintCode] = {
         LintCode("LNT005", "not-judged", "warning",
                  "Configs were judged without the predictions a rule needs (the probe compiles failed), "
                  "so what those rules check was not checked."),
+        LintCode("LNT006", "autotune-side-effect", "error",
+                 "An autotuned kernel updates an argument in place or accumulates into it (tl.atomic_add), and "
+                 "the autotuner's timing runs corrupt it: it is not in reset_to_zero or restore_value."),
     )
 }
 

@@ -427,6 +427,7 @@ class Linter:
         kernel_report.config_lines = [(site.config.to_dict(), site.line)
                                       for site in (kernel.autotune.configs if kernel.autotune else [])]
         report.kernels.append(kernel_report)
+        self._side_effects(kernel, report)
         autotune = getattr(kernel, "autotune", None)
         imported_sites = None
         if autotune is not None and autotune.configs_error and self.options.import_modules:
@@ -512,6 +513,26 @@ class Linter:
             JudgementCache(self.cache.directory).put_outcome(
                 outcome_key, kernel_report.status, kernel_report.message, kernel_report.signature_provenance,
                 kernel_report.records, report.findings[start:])
+
+    def _side_effects(self, kernel: Any, report: LintReport) -> None:
+        """``LNT006``: arguments the timing runs of the kernel's ``@triton.autotune`` corrupt
+        (:mod:`kernelrules.side_effects`), read from the source at every stage, at the ``@triton.autotune`` line."""
+        from .discover import ParsedModule, cached_module
+        from .findings import LINT_CODES
+        from .side_effects import autotune_side_effects
+
+        autotune = getattr(kernel, "autotune", None)
+        module = cached_module(kernel.path) if autotune is not None else None
+        if not isinstance(module, ParsedModule):
+            return
+        try:
+            effects = autotune_side_effects(module, kernel)
+        except (RecursionError, SyntaxError, ValueError):  # absurd nesting: no finding rather than a crash
+            return
+        spec = LINT_CODES["LNT006"]
+        for effect in effects:
+            report.findings.append(self._finding(kernel, autotune.line, autotune.column + 1, spec.code, spec.name,
+                                                 spec.severity, effect.message, fix=effect.fix))
 
     def _replay_outcome(self, key: str, kernel: Any, kernel_report: KernelReport, report: LintReport) -> bool:
         """Give the kernel the outcome a run with the same inputs stored (no probe, no compile): a warm
