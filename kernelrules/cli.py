@@ -18,6 +18,7 @@ from typing import List, Optional
 import typer
 
 from . import __version__
+from .atomicio import write_text_atomic
 from .cli_tune import register as _register_tuning
 from .errors import EXIT_USAGE, KernelrulesError, mask_credentials, shorten
 
@@ -273,7 +274,13 @@ def prune_command(
     archs = [load_arch(name.strip(), ) for name in arch.split(",") if name.strip()]
     cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
     with _progress(output is OutputFormat.text and not quiet) as progress:
-        result = prune_space(loaded, archs, compile=compile, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
+        try:
+            result = prune_space(loaded, archs, compile=compile, jobs=jobs, timeout=timeout, cache=cache,
+                                 progress=progress)
+        except KernelrulesError as exc:
+            if exc.path is not None:
+                raise
+            raise KernelrulesError(exc.message, path=str(space), hint=exc.hint) from None  # name the space file
     if output is OutputFormat.json:
         _echo_json(result.to_json())
     else:
@@ -487,7 +494,7 @@ def spec_command(
     target = output or sidecar_path(path)
     if target.exists() and not force:
         raise KernelrulesError("spec file exists; not overwriting", path=str(target), hint="use --force or -o")
-    target.write_text(text, encoding="utf-8")
+    write_text_atomic(target, text)
     typer.echo(f"wrote {target} ({len(found.kernels)} kernels)")
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .argflow import comment_types, descriptor_params, float_params, index_pointers, pointer_flow, used_names
+from .atomicio import write_text_atomic
 from .discover import DiscoveredKernel, ParsedModule, cached_module
 from .errors import SignatureSpecError
 from .yamlio import LocatedDocument, load_file
@@ -396,5 +397,5 @@ def write_spec_skeleton(kernels: Sequence[DiscoveredKernel], path: str | os.Path
                         signatures: Mapping[str, InferredSignature] | None = None) -> str:
     """Write :func:`spec_skeleton` to ``path`` and return the text."""
     text = spec_skeleton(kernels, signatures)
-    Path(path).write_text(text, encoding="utf-8")
+    write_text_atomic(path, text)
     return text

@@ -139,6 +139,9 @@ def _stand_in(value: Any, *, arg: str) -> Any:
     if value is None or isinstance(value, (bool, float)):
         return value
     if isinstance(value, int):
+        if not -2**63 <= value < 2**64:  # Triton specializes integers as i32, i64 or u64 only
+            raise SignatureSpecError(f"argument {arg!r}: {value} does not fit a 64-bit integer",
+                                     hint="Triton passes integer arguments as i32, i64 or u64")
         return int(value)
     if isinstance(value, str):
         canonical, pointer = canonical_type(value, arg=arg)

@@ -348,3 +348,34 @@ def ast_expr(text):
     import ast
 
     return ast.parse(text, mode="eval").body
+
+
+def test_outputs_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """report, spec and space outputs go through write_text_atomic: a failed write leaves the old file
+    and no temporary file behind."""
+    import os
+
+    from kernelrules.atomicio import write_text_atomic
+
+    target = tmp_path / "out.yaml"
+    write_text_atomic(target, "old\n")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        write_text_atomic(target, "new\n" * 1000)
+    assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["out.yaml"]
+
+
+def test_an_integer_too_large_for_triton_is_a_space_file_error(run_cli, tmp_path):
+    from pathlib import Path
+    import shutil
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    shutil.copy(examples / "matmul.py", tmp_path / "matmul.py")
+    (tmp_path / "s.yaml").write_text((examples / "matmul.space.yaml").read_text().replace("  M: 4096", f"  M: {2**70}"))
+    done = run_cli("prune", "s.yaml", "--arch", "hopper")
+    assert done.returncode == 2 and "s.yaml: argument 'M'" in done.stderr and "64-bit" in done.stderr
+    assert "internal error" not in done.stderr

@@ -1,0 +1,31 @@
+"""Writing output files whole or not at all.
+
+A report, a spec skeleton or a tune space written in place and interrupted (Ctrl-C, a full
+disk, kill -9) leaves half a file that looks like a result. :func:`write_text_atomic`
+writes a temporary file beside the target and renames it over the target, so readers see
+the old file or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` (UTF-8) atomically; the temporary file is removed on failure."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
