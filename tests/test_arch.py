@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from importlib import resources
 from pathlib import Path
 
@@ -517,15 +516,14 @@ def test_flat_keys_do_not_collide():
     assert len(set().union(*groups, identity)) == total
 
 
-def test_loading_all_profiles_is_fast():
-    best = float("inf")
-    for _ in range(3):
-        for cached in (arch_module._registry, arch_module._parsed, arch_module._located, arch_module._builtin_sources):
-            cached.cache_clear()
-        start = time.perf_counter()
-        list_archs()
-        best = min(best, time.perf_counter() - start)
-    assert best < 0.1, f"loading the built-in profiles took {best * 1000:.0f} ms"
+def test_profiles_are_read_once_per_process():
+    """The built-in profiles are parsed once and then served from memory (their load time is measured by
+    benchmarks/bench_arch_load.py, not asserted here: a timed unit test fails on a loaded machine)."""
+    for cached in (arch_module._registry, arch_module._parsed, arch_module._located, arch_module._builtin_sources):
+        cached.cache_clear()
+    first = list_archs()
+    misses = arch_module._builtin_sources.cache_info().misses
+    assert list_archs() == first and arch_module._builtin_sources.cache_info().misses == misses
 
 
 def test_arch_module_imports_no_engine_or_cli():
