@@ -66,8 +66,12 @@ def tricks(x_ptr, MODE: tl.constexpr, PATH: tl.constexpr):
 
 @pytest.fixture(autouse=True)
 def _private_triton_cache(tmp_path, monkeypatch):
-    """In-process compiles write Triton's cache under the test's temporary directory."""
+    """In-process compiles write Triton's cache under the test's temporary directory; the tricks kernel's
+    constexpr_function (user code: docs/security.md) is allowed to run, in this process and its workers."""
+    from kernelrules.consent import ALLOW_CODE_ENV
+
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv(ALLOW_CODE_ENV, "1")
 
 
 def matmul_job(bm=32, bn=32, bk=32, warps=4, stages=2, arch=80, timeout=None, spec=None, **options):

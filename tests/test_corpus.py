@@ -57,7 +57,9 @@ def _lint(run_cli, paths: list[Path]) -> dict:
     file_errors = [(f["path"], f["line"], f["message"]) for f in report["findings"] if f["code"] == "LNT004"]
     assert file_errors == []
     needs = [k for k in report["kernels"] if k["status"] == "needs-spec"]
-    assert all(k["message"] and "no launch signature for" in k["message"] for k in needs)
+    # At the config stage only a missing launch signature or a tensor-descriptor argument stops a kernel.
+    assert all(k["message"] and ("no launch signature for" in k["message"] or "tensor descriptor" in k["message"])
+               for k in needs), [k["message"] for k in needs]
     return report
 
 
