@@ -258,6 +258,16 @@ class _IndexFlow:
         found |= self._int_loop_sums()
         return found & self.pointers
 
+    def address_uses(self) -> set[str]:
+        """Pointers whose loaded values become pointers (``tl.load(meta + i).to(out.dtype)``): they hold
+        64-bit addresses."""
+        found: set[str] = set()
+        for node in ast.walk(self.func):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+                    and node.args and _is_pointer_type(node.args[0], self.pointers)):
+                found |= self.sources(node.func.value)
+        return found & self.pointers
+
     def _int_loop_sums(self) -> set[str]:
         """``s = 0`` then ``s += tl.load(p...)`` inside a loop: the loop-carried ``s`` stays an int."""
         int_names = {t.id for node in ast.walk(self.func) if isinstance(node, ast.Assign)
@@ -273,12 +283,27 @@ class _IndexFlow:
         return found
 
 
+def _is_pointer_type(node: ast.expr, pointers: set[str]) -> bool:
+    """``out.dtype`` of a pointer parameter, or ``tl.pointer_type(...)``."""
+    if isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name):
+        return node.value.id in pointers
+    return isinstance(node, ast.Call) and _dotted(node.func).endswith("pointer_type")
+
+
 def index_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> set[str]:
     """Pointer parameters of ``kernel`` whose loaded values it uses as integers."""
     func = module.jit_functions.get(kernel)
     if func is None or not pointers:
         return set()
     return _IndexFlow(pointer_flow(module), func, pointers).integer_uses()
+
+
+def address_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> set[str]:
+    """Pointer parameters of ``kernel`` whose loaded values it turns into pointers (64-bit addresses)."""
+    func = module.jit_functions.get(kernel)
+    if func is None or not pointers:
+        return set()
+    return _IndexFlow(pointer_flow(module), func, pointers).address_uses()
 
 
 # --------------------------------------------------------------------------- type comments

@@ -29,7 +29,8 @@ def undefined_name(message: str) -> str | None:
 #: Compile errors a wrong argument type can cause (operands, loop-carried types, static asserts on dtypes).
 _TYPE_ERROR = re.compile(r"IncompatibleType|TypeError|\btype\b|dtype|static_assert|CompileTimeAssertionFailure"
                          r"|has no attribute '(?:to_ir|scalar|element_ty|primitive_bitwidth)'"
-                         r"|'(?:tensor|int|float|bool|constexpr)' object has no attribute")
+                         r"|'(?:tensor|int|float|bool|constexpr)' object has no attribute"
+                         r"|cannot cast|error encountered during parsing")  # an int32 cast to a pointer: MLIR rejects it
 
 
 def type_error(message: str) -> bool:

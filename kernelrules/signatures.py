@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .argflow import comment_types, descriptor_params, float_params, index_pointers, pointer_flow, used_names
+from .argflow import address_pointers, comment_types, descriptor_params, float_params, index_pointers, pointer_flow, used_names
 from .atomicio import write_text_atomic
 from .discover import DiscoveredKernel, ParsedModule, cached_module
 from .errors import SignatureSpecError
@@ -324,8 +324,10 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
 def _apply_argflow(module: ParsedModule, name: str, func: ast.FunctionDef, result: InferredSignature,
                    pointers: set[str]) -> None:
     """Pointers whose loaded values are used as integers hold integers; a type comment is the author's."""
-    for param in index_pointers(module, name, pointers):
-        wide = any(t in ("int64", "i64", "labels", "label", "targets", "target") for t in _tokens(param))
+    addresses = address_pointers(module, name, pointers)
+    for param in index_pointers(module, name, pointers) | addresses:
+        wide = param in addresses or any(t in ("int64", "i64", "labels", "label", "targets", "target")
+                                         for t in _tokens(param))
         result.set(param, "*i64" if wide else "*i32", "dataflow")
     for param, text in comment_types(module.source.splitlines(), func).items():
         if param in pointers or looks_like_pointer(param):

@@ -236,3 +236,21 @@ def tile_copy(desc_in, desc_out, bucket, BLOCK: tl.constexpr = 64):
     kernel = kernels["tile_copy"]
     assert kernel["status"] == "needs-spec" and "desc_in, desc_out are tensor descriptors" in kernel["message"]
     assert [f["code"] for f in findings] == ["LNT001"]
+
+
+def test_loaded_values_cast_to_pointers_are_64_bit_addresses(tmp_path):
+    """`tl.load(meta + i).to(out.dtype)` turns a loaded integer into a pointer: the buffer holds addresses
+    (*i64); an int32 there is an MLIR error, which is a guess of ours (needs-spec), never a CMP001."""
+    from kernelrules.lint_limits import type_error
+
+    source = '''\
+@triton.jit
+def gather_pack(src_metadata, rows, pack, n, BLOCK: tl.constexpr):
+    src = tl.load(src_metadata + 4 * tl.program_id(0)).to(pack.dtype)
+    offs = tl.arange(0, BLOCK)
+    tl.store(pack + offs, tl.load(src + tl.load(rows + offs)), mask=offs < n)
+'''
+    sig = signature_of(tmp_path, source, "gather_pack")
+    assert sig.spec["src_metadata"] == "*i64" and sig.provenance["src_metadata"] == "dataflow"
+    assert sig.spec["rows"] == "*i32" and sig.spec["pack"] == "*fp16"
+    assert type_error("RuntimeError: error encountered during parsing")
