@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Mapping
+from typing import Callable, Mapping
 
 from .discover import ParsedModule
 
@@ -40,6 +40,28 @@ def pointer_flow(module: ParsedModule) -> "PointerFlow":
             _FLOWS.clear()
         cached = _FLOWS[id(module)] = (module, PointerFlow(module))
     return cached[1]
+
+
+def propagate(func: ast.FunctionDef, names: dict[str, set[str]],
+              flow: Callable[[ast.expr], set[str]]) -> dict[str, set[str]]:
+    """Grow ``names`` (in place) to a fixpoint: each local assigned a value gets ``flow(value)``, which may
+    read ``names`` (flow-insensitive: every assignment of the body counts)."""
+    assignments = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            assignments.append((node.targets, node.value))
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            assignments.append(([node.target], node.value))
+    changed = True
+    while changed:
+        changed = False
+        for targets, value in assignments:
+            found = flow(value)
+            for target in targets:
+                if isinstance(target, ast.Name) and not found <= names.setdefault(target.id, set()):
+                    names[target.id] |= found
+                    changed = True
+    return names
 
 
 class PointerFlow:
@@ -82,22 +104,7 @@ class PointerFlow:
     def local_roots(self, func: ast.FunctionDef, params: set[str]) -> dict[str, set[str]]:
         """Each name -> the parameters at the root of its pointer arithmetic (flow-insensitive)."""
         roots: dict[str, set[str]] = {p: {p} for p in params}
-        changed = True
-        while changed:
-            changed = False
-            for node in ast.walk(func):
-                if isinstance(node, ast.Assign):
-                    targets, value = node.targets, node.value
-                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                    targets, value = [node.target], node.value
-                else:
-                    continue
-                found = self.roots(value, roots)
-                for target in targets:
-                    if isinstance(target, ast.Name) and not found <= roots.setdefault(target.id, set()):
-                        roots[target.id] |= found
-                        changed = True
-        return roots
+        return propagate(func, roots, lambda value: self.roots(value, roots))
 
     def roots(self, node: ast.expr, roots: Mapping[str, set[str]], bases: bool = False) -> set[str]:
         """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains.
@@ -226,22 +233,7 @@ class _IndexFlow:
     def _loaded_names(self) -> dict[str, set[str]]:
         """Each local name -> the pointer parameters whose loaded values reach it (a fixpoint)."""
         self.loaded: dict[str, set[str]] = {}
-        changed = True
-        while changed:
-            changed = False
-            for node in ast.walk(self.func):
-                if isinstance(node, ast.Assign):
-                    targets, value = node.targets, node.value
-                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                    targets, value = [node.target], node.value
-                else:
-                    continue
-                found = self.sources(value)
-                for target in targets:
-                    if isinstance(target, ast.Name) and not found <= self.loaded.setdefault(target.id, set()):
-                        self.loaded[target.id] |= found
-                        changed = True
-        return self.loaded
+        return propagate(self.func, self.loaded, self.sources)
 
     def integer_uses(self) -> set[str]:
         """Pointers whose loaded values are offsets of a pointer, loop bounds or int loop sums."""

@@ -35,12 +35,12 @@ import json
 import os
 import struct
 import sys
-import tempfile
 import zlib
 from pathlib import Path
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
+from .atomicio import write_bytes_atomic
 from .compilejob import CompileJob, CompileResult, json_safe
 
 #: Bumped whenever the entry layout or the key's contents change.
@@ -229,17 +229,7 @@ class ResultCache:
         stored = CompileResult(**{**vars(result), "from_cache": False, "asm": dict(result.asm.items())})
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(_encode(stored))
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            write_bytes_atomic(path, _encode(stored), durable=False)
         except OSError:
             return False
         return True

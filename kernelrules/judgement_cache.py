@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, fields
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
+from .atomicio import write_bytes_atomic
 from .findings import Finding
 
 FORMAT = 1
@@ -147,10 +147,7 @@ class JudgementCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps({"key": name, "sha256": _digest(data), "data": data})
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
+            write_bytes_atomic(path, text.encode("utf-8"), durable=False)
         except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written only costs time
 

@@ -213,7 +213,7 @@ def test_credentials_are_masked_in_every_error_line():
     text = "cannot open postgresql+psycopg://tuner:S3CRET@db:5432/x and redis://:pw@h/0"
     assert mask_credentials(text) == "cannot open postgresql+psycopg://tuner:***@db:5432/x and redis://:***@h/0"
     assert "S3CRET" not in str(KernelrulesError(text, hint="retry postgresql://u:S3CRET@h/db"))
-    assert mask_credentials("sqlite:////tmp/x.db and http://host:8080/path") == "sqlite:////tmp/x.db and http://host:8080/path"
+    assert mask_credentials("sqlite:///x.db and http://host:8080/path") == "sqlite:///x.db and http://host:8080/path"
 
 
 LATIN1_KERNEL = (b"# -*- coding: latin-1 -*-\n# caf\xe9\nimport triton\nimport triton.language as tl\n\n\n"
