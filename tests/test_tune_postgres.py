@@ -211,6 +211,16 @@ def test_workers_opening_a_fresh_database_at_once_all_get_the_schema(pg_url):
     assert Claims(open_storage(pg_url), "s").count() == 0
 
 
+def test_claims_stop_at_the_study_total(pg_url):
+    # the same contract as on SQLite (test_tune_dedup.py); psycopg reports the rowcount of an
+    # INSERT ... SELECT as -1, which once let a claim past the total through
+    claims = Claims(open_storage(pg_url), "total")
+    assert claims.claim("a", 0, limit=2) == 0 and claims.claim("b", 1, limit=2) == 1
+    assert claims.claim("c", 2, limit=2) is None and claims.count() == 2
+    assert claims.claim("a", 3, limit=2) == 0  # a duplicate, not a refusal
+    assert claims.claim("c", 4, limit=3) == 4 and claims.claim("d", 5) == 5  # no limit: as before
+
+
 def test_two_concurrent_workers_never_time_the_same_config_twice(tmp_path, pg_url):
     # the same sampler seed: both processes propose the same configs in the same order
     command = _command(tmp_path, pg_url, "--trials", "16", "--sampler", "random", "--seed", "7")

@@ -26,7 +26,8 @@ def assert_two_workers_settled(records: list[dict], outputs: list[tuple[str, str
     owners = {r["trial"]: r for r in records}
     for dup in duplicates:
         assert owners[dup["duplicate_of"]]["key"] == dup["key"]
-    assert len(final_records(records)) == trials
+    final = final_records(records)
+    assert len(final) == trials, (Counter(r["status"] for r in records), [(r["trial"], r["status"], r.get("worker"), r.get("error")) for r in records])
     per_process = [[json.loads(line) for line in out.splitlines()] for out, _err in outputs]
     over = [r for r in records if r["status"] == "over_budget"]  # asked as the other process took the last slot
     assert sum(len(lines) - 1 for lines in per_process) == len(records) - len(duplicates) - len(over)

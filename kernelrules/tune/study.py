@@ -318,11 +318,12 @@ class Claims:
                     source = sa.select(*[sa.literal(v, type_=c.type) for c, v in
                                          ((t.c[name], value) for name, value in row.items())]).where(
                         held.scalar_subquery() < limit)
-                    inserted = connection.execute(t.insert().from_select(list(row), source)).rowcount
-                if inserted:
-                    return trial_number
-                owner = self.owner(key)  # refused: the total is reached (or another trial owns it)
-                return owner
+                    connection.execute(t.insert().from_select(list(row), source))
+                    # Who holds the key now, read in the same transaction: the rowcount of an INSERT ... SELECT
+                    # is not reliable across drivers (psycopg reports -1), and trusting it claimed past the total.
+                    owner = connection.execute(sa.select(t.c.trial_number).where(
+                        (t.c.study == self.study_name) & (t.c.config_key == key))).first()
+                return None if owner is None else int(owner[0])  # None: refused, the total is reached
             except sa.exc.IntegrityError:
                 owner = self.owner(key)
                 if owner is not None:
