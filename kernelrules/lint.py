@@ -640,6 +640,8 @@ class Linter:
                                   f"memory and registers were not checked: lint at the compiled stage"))
         where = {c.key(): (line, col) for c, line, col in sites}
         note = " (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items()) + ")" if guessed else ""
+        capped = (" (with guessed " + ", ".join(f"{k}={v}" for k, v in guessed.items())
+                  + ": a warning until the real values confirm it)") if guessed else ""
         from .lint_limits import guessed_signature
 
         signature_note = guessed_signature(spec, kernel_report.signature_provenance)
@@ -649,9 +651,13 @@ class Linter:
                 line, col = where.get(record.verdict.config.key(), (None, None))
                 for d in record.verdict.diagnostics:
                     extra = f" (signature guessed: {signature_note})" if d.code == "CMP001" and signature_note else ""
+                    # An error on the compile's facts, which rest on constexpr values nobody gave, is a guess of
+                    # ours: never an error. (Config-stage rules read the config's own values: they stand.)
+                    severity, suffix = (("warning", capped) if guessed and d.severity == "error" and d.stage != "config"
+                                        else (d.severity, note))
                     report.findings.append(self._finding(
-                        kernel, line or kernel.line, col or kernel.column + 1, d.code, d.name, d.severity,
-                        d.message + note + extra, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
+                        kernel, line or kernel.line, col or kernel.column + 1, d.code, d.name, severity,
+                        d.message + suffix + extra, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
                         repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
 
     def _not_the_users(self, kernel: Any, results: list, kernel_report: KernelReport, report: LintReport,

@@ -28,6 +28,25 @@ def test_matmul_findings_name_configs_numbers_and_repairs(run_cli, tmp_path):
     assert out.rstrip().endswith("1 kernel analyzed, 0 need a spec")
 
 
+def test_an_error_that_rests_on_a_guessed_constexpr_is_a_warning(run_cli, tmp_path):
+    # EVEN_K is given by nobody (no spec, no launch literal): kernelrules guesses it, so the
+    # MEM001 that is an error in the plain example becomes a warning that says why.
+    path = copy_example(tmp_path, "matmul.py")
+    path.write_text(path.read_text().replace("GROUP_SIZE_M: tl.constexpr,\n):", "GROUP_SIZE_M: tl.constexpr, EVEN_K: tl.constexpr,\n):"))
+    result = run_cli("lint", "matmul.py", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "c")
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "MEM001"]
+    assert findings and {f["severity"] for f in findings} == {"warning"}
+    assert all(f["message"].endswith(": a warning until the real values confirm it)") and "EVEN_K=" in f["message"]
+               for f in findings)
+    assert result.returncode == 0, result.stdout
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("kernels:\n  matmul_kernel:\n    signature:\n      EVEN_K: 1\n")
+    given = run_cli("lint", "matmul.py", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "c",
+                    "--spec", "spec.yaml")
+    assert given.returncode == 1, given.stdout + given.stderr
+    assert {f["severity"] for f in json.loads(given.stdout)["findings"] if f["code"] == "MEM001"} == {"error"}
+
+
 def test_examples_findings_and_json(run_cli, tmp_path):
     for name in ("softmax.py", "layernorm.py"):
         copy_example(tmp_path, name)
