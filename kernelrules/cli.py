@@ -19,6 +19,7 @@ import typer
 
 from . import __version__
 from .atomicio import write_text_atomic
+from .cli_pin import register as _register_pin
 from .cli_tune import register as _register_tuning
 from .errors import EXIT_USAGE, KernelrulesError, mask_credentials, shorten
 
@@ -501,6 +502,7 @@ def spec_command(
 # -- tune, space and report (kernelrules/cli_tune.py) ----------------------------------------------
 
 _register_tuning(app)
+_register_pin(app)
 
 
 def main() -> None:

@@ -324,8 +324,9 @@ class MergeResult:
         for _kept, _dropped, reason in self.conflicts:
             why[reason] = why.get(reason, 0) + 1
         reasons = ", ".join(f"{n} by {r}" for r, n in sorted(why.items()))
-        return (f"{len(self.table.entries)} entries: {self.added} distinct launches, {self.identical} duplicates, "
-                f"{len(self.conflicts)} conflicts resolved" + (f" ({reasons})" if reasons else ""))
+        n = len(self.table.entries)
+        return (f"{n} {'entry' if n == 1 else 'entries'} ({self.identical} identical duplicates dropped, "
+                f"{len(self.conflicts)} conflicting resolved" + (f": {reasons}" if reasons else "") + ")")
 
 
 def merge(tables: Iterable[PinnedTable]) -> MergeResult:
