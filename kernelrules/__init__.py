@@ -16,6 +16,10 @@ For tuners::
     @triton.jit
     def kernel(...): ...
 
+``@kernelrules.autotune(..., pinned="matmul.pinned.json", on_missing="static")`` launches
+pinned configs with no benchmark (docs/pinned.md); ``kernelrules.static_pick(kernel,
+configs, args, arch=...)`` is the deterministic choice without timing.
+
 ``kernelrules.prune(space_file, "ada,hopper")`` judges a search-space file instead, and
 ``kernelrules.optuna_helper.RulesGate`` prunes Optuna trials the rules reject.
 """
@@ -39,6 +43,8 @@ _LAZY = {
     "KernelPruneResult": ("kernelrules.prune_api", "KernelPruneResult"),
     "autotune": ("kernelrules.triton", "autotune"),
     "early_prune": ("kernelrules.triton", "early_prune"),
+    "static_pick": ("kernelrules.static_pick", "static_pick"),
+    "load_pinned": ("kernelrules.pinned", "load_table"),
     "load_space": ("kernelrules.space", "load_space"),
     "load_rules": ("kernelrules.ruleset", "load_rules"),
     "KernelrulesError": ("kernelrules.errors", "KernelrulesError"),

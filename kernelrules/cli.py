@@ -19,6 +19,7 @@ import typer
 
 from . import __version__
 from .atomicio import write_text_atomic
+from .cli_pin import register as _register_pin
 from .cli_tune import register as _register_tuning
 from .errors import EXIT_USAGE, KernelrulesError, mask_credentials, shorten
 
@@ -375,6 +376,7 @@ def lint_command(
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Compile cache directory."),
     src: Optional[List[Path]] = typer.Option(None, "--src", help="Directory holding the package kernels import jit helpers from (repeatable; read, never imported)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the totals (text format)."),
+    pinned: Optional[List[Path]] = typer.Option(None, "--pinned", help="Also check this pinned table (JSON) against its kernel in PATHS (repeatable; docs/pinned.md)."),
 ) -> None:
     """Lint Triton kernels in source files for the target architectures, without running the files."""
     from .lint import LintOptions, Linter
@@ -404,12 +406,23 @@ def lint_command(
         from .signatures import load_spec_file
 
         load_spec_file(spec)
+    tables = []
+    if pinned:  # a table that does not load is a usage error, before any linting
+        from .pinned import load_table
+
+        tables = [load_table(p) for p in pinned]
     options = LintOptions(archs=settings.arch, stage=settings.stage, spec_file=str(spec) if spec else None,
                           trace_file=str(trace) if trace else None, import_modules=import_modules,
                           jobs=settings.jobs, timeout=settings.compile_timeout, cache_dir=settings.cache_dir,
                           src=tuple(settings.src))
     with _progress(output is LintFormat.text and not quiet) as progress:
         report = Linter(options, progress=progress).run(paths)
+    if tables:
+        from .discover import discover
+        from .pinned_lint import lint_tables
+
+        report.findings.extend(lint_tables(tables, discover(paths).kernels, stage=settings.stage,
+                                           timeout=settings.compile_timeout, jobs=settings.jobs, src=settings.src))
     _filter_and_suppress(report, settings)
     if not report.kernels and not report.findings:
         typer.echo(f"kernelrules: no @triton.jit kernels found in {', '.join(map(str, paths))}", err=True)
@@ -501,6 +514,7 @@ def spec_command(
 # -- tune, space and report (kernelrules/cli_tune.py) ----------------------------------------------
 
 _register_tuning(app)
+_register_pin(app)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -63,6 +63,8 @@ def tune_command(
     rounds: int = typer.Option(5, "--rounds", help="Interleaved rounds of the final re-measurement."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Compile cache directory."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary (text output)."),
+    export: Optional[Path] = typer.Option(None, "--export", help="Write the winner into this pinned table (JSON; updated in place, docs/pinned.md)."),
+    key: Optional[List[str]] = typer.Option(None, "--key", help="With --export: a tuning key value, NAME=VALUE (repeatable; default: from the space's problem sizes)."),
 ) -> None:
     """Search a space on the GPU(s): gate candidates with the rules, check them, time them, name the winner."""
     from .tune.driver import TuneOptions, Tuner
@@ -97,6 +99,13 @@ def tune_command(
                           bench_timeout=bench_timeout, sampler=sampler, stage=stage, top_k=top_k, rounds=rounds,
                           cache_dir=str(cache_dir) if cache_dir else None, on_record=on_record)
     tuner = Tuner(space, options)
+    plan = None
+    if key and export is None:
+        raise KernelrulesError("--key is for --export", hint="add --export FILE.json")
+    if export is not None:  # checked before the run: a bad key or table costs no tuning
+        from .tune.export import plan_export
+
+        plan = plan_export(export, tuner.space, key or ())
     if interpret and not json_output:
         typer.echo("kernelrules: --interpret: timings are meaningless (TRITON_INTERPRET=1 on the CPU)", err=True)
     with Progress(not json_output and not quiet, min(len(tuner.configs), trials or len(tuner.configs))) as progress:
@@ -107,6 +116,10 @@ def tune_command(
     else:
         for line in summary_lines(result.summary, result.notes):
             typer.echo(line)
+    if plan is not None and result.summary.get("winner"):
+        from .tune.export import export_winner
+
+        typer.echo(export_winner(plan, tuner.space, result.summary), err=json_output)
     raise typer.Exit(0 if result.summary.get("winner") else 1)
 
 

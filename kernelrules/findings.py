@@ -50,6 +50,15 @@ LINT_CODES: dict[str, LintCode] = {
         LintCode("LNT006", "autotune-side-effect", "error",
                  "An autotuned kernel updates an argument in place or accumulates into it (tl.atomic_add), and "
                  "the autotuner's timing runs corrupt it: it is not in reset_to_zero or restore_value."),
+        LintCode("LNT007", "pinned-stale", "warning",
+                 "A pinned-table entry was tuned for another version of the kernel's source (its source_sha256 "
+                 "differs)."),
+        LintCode("LNT008", "pinned-never-matches", "error",
+                 "No launch can match a pinned-table entry: its key names are not the kernel's autotune key, or its "
+                 "dtypes name arguments that are not tensors of the kernel."),
+        LintCode("LNT009", "pinned-config-rejected", "error",
+                 "A pinned-table entry's config cannot launch on its architecture: the rules reject it, or it sets "
+                 "a name that is not a constexpr of the kernel."),
     )
 }
 

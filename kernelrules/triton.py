@@ -145,7 +145,8 @@ def analytic_perf_model(kernel: Any, arch: str | None, context: AutotuneContext 
 def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mapping[str, Any] | None = None, *,
              arch: str | None = None, compile: bool = False, repair: bool = True,
              perf_model: Callable | bool | None = None, top_k: int | float | None = None,
-             precompile: bool = True, **triton_autotune_kwargs: Any) -> Callable:
+             precompile: bool = True, pinned: Any = None, on_missing: str = "tune",
+             **triton_autotune_kwargs: Any) -> Callable:
     """``triton.autotune`` with kernelrules' pruning: a drop-in decorator.
 
     ``configs``, ``key`` and ``prune_configs_by`` keep their places in ``triton.autotune``'s
@@ -165,8 +166,22 @@ def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mappi
     (``tuner.kernelrules_context``, an :class:`~kernelrules.autotune_context.AutotuneContext`):
     its workers start on first use and stop after 60 s unused (``idle_timeout``), at
     interpreter exit, or at ``tuner.kernelrules_context.close()``.
+
+    ``pinned`` (a table file, docs/pinned.md) launches the table's config for a listed
+    architecture and key with no benchmark; ``on_missing`` says what an unlisted key gets:
+    ``"tune"`` (benchmark as usual), ``"static"`` (the static pick: the perf model's best
+    config that the rules pass, no timing) or ``"error"``. ``$KERNELRULES_NO_BENCHMARK=1``
+    and CUDA-graph capture turn ``"tune"`` into ``"static"``, with or without a table
+    (:mod:`kernelrules.pinned_launch`).
     """
     import triton
+
+    from .pinned_launch import POLICIES
+
+    if on_missing not in POLICIES:
+        raise ValueError(f"on_missing must be one of {', '.join(POLICIES)}, not {on_missing!r}")
+    if on_missing == "error" and pinned is None:
+        raise ValueError("on_missing='error' needs a pinned table (pinned=FILE.json)")
 
     by = dict(prune_configs_by or {})
     if perf_model not in (None, False) and by.get("perf_model") is not None:
@@ -190,6 +205,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mappi
             from .precompile import precompile_before_timing
 
             precompile_before_timing(tuner, context=context)
+        from .pinned_launch import make_pinned
+
+        make_pinned(tuner, pinned, on_missing, arch, context, key)
         return tuner
 
     return decorator

@@ -60,6 +60,7 @@ def test_analyzers_import_nothing_of_kernelrules_above_them():
 def test_nothing_imports_the_cli():
     assert importers_of("kernelrules.cli") <= {"kernelrules.cli", "kernelrules.__main__"}
     assert importers_of("kernelrules.cli_tune") == {"kernelrules.cli"}
+    assert importers_of("kernelrules.cli_pin") == {"kernelrules.cli"}
 
 
 def test_the_engine_imports_no_tuner():
