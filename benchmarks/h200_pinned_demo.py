@@ -61,8 +61,9 @@ def launch_in_fresh_process(args: argparse.Namespace, table: Path) -> dict:
 
 
 def _env() -> dict:
-    path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else "")}
+    # The installed kernelrules (the repository root is not a package root: analyzers/, rules/ and
+    # arch_profiles/ are mapped into the package at install time).
+    return dict(os.environ)
 
 
 def launch(args: argparse.Namespace) -> dict:
