@@ -42,7 +42,8 @@ def tune_and_export(args: argparse.Namespace, table: Path) -> dict:
     if args.arch:
         command += ["--arch", args.arch]
     started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=3600)
+    # cwd outside the repository: `python -m kernelrules` from its root would import the source tree
+    done = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=3600, cwd=table.parent)
     return {"command": " ".join(command[1:]), "rc": done.returncode, "seconds": round(time.monotonic() - started, 2),
             "output": done.stdout[-1500:] + done.stderr[-1500:]}
 
@@ -54,7 +55,7 @@ def launch_in_fresh_process(args: argparse.Namespace, table: Path) -> dict:
     env = {**_env(), "KERNELRULES_NO_BENCHMARK": "1"}
     if args.interpret:
         env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600, cwd=table.parent)
     if done.returncode != 0:
         return {"error": (done.stdout + done.stderr)[-3000:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
