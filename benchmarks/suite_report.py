@@ -341,6 +341,13 @@ def _summary(w, ms: list[dict], cpu: dict | None = None, cli: list | None = None
       f"2% of the best in "
       f"{sum(bool(m.get('perf_top1_within_2')) for m in ranked)} of them, its top 5 hold one in "
       f"{sum(bool(m.get('perf_top5_within_2')) for m in ranked)}.")
+    picks = [m["perf_top1_vs_best"] for m in ranked if m.get("perf_top1_vs_best") is not None]
+    if picks:
+        geo = math.exp(sum(math.log1p(x) for x in picks) / len(picks)) - 1
+        w(f"- **Static pick** (the perf model's first pick among the configs the config stage keeps: no timing at "
+          f"all, the same on every run; the problem as its tune space describes it: sizes, grid, bytes): geometric-mean "
+          f"regret {geo:.1%} against the best over {len(picks)} problems, median {statistics.median(picks):.1%}, "
+          f"worst {max(picks):.1%} (target of issue 16: at most 3%).")
     spilling = _sum(ms, "spilling")
     w(f"- **Spills**: {spilling} timed configs spill registers; the config stage rejects "
       f"{_sum(ms, 'spilling_rejected_config')} of them.")
