@@ -135,17 +135,16 @@ def rules_list(output: OutputFormat = FormatOption) -> None:
     """List every rule: code, severity, stage, name and summary."""
     from .ruleset import builtin_rules
 
-    rules = builtin_rules()
+    from .findings import LINT_CODES
+
+    # The YAML rules, then the lint command's own codes (stage "lint": read from the source, LNT*).
+    rows = [(r.code, r.name, r.severity, r.stage, r.summary) for r in builtin_rules()]
+    rows += [(c.code, c.name, c.severity, "lint", c.summary) for c in LINT_CODES.values()]
     if output is OutputFormat.json:
-        _echo_json(
-            [
-                {"code": r.code, "name": r.name, "severity": r.severity, "stage": r.stage, "summary": r.summary}
-                for r in rules
-            ]
-        )
+        _echo_json([dict(zip(("code", "name", "severity", "stage", "summary"), row)) for row in rows])
         return
-    for r in rules:
-        typer.echo(f"{r.code}  {r.severity:7s} {r.stage:8s} {r.name:32s} {r.summary}")
+    for code, name, severity, stage, summary in rows:
+        typer.echo(f"{code}  {severity:7s} {stage:8s} {name:32s} {summary}")
 
 
 @rules_app.command("show")
@@ -154,12 +153,19 @@ def rules_show(code: str = typer.Argument(..., help="Rule code or name, e.g. CFG
     from .docgen import rule_text
     from .ruleset import builtin_rules
 
+    from .findings import LINT_CODES
+
     rules = builtin_rules()
     rule = rules.get(code)
+    lint_code = next((c for c in LINT_CODES.values() if code in (c.code, c.name)), None)
+    if rule is None and lint_code is not None:
+        typer.echo(f"{lint_code.code} {lint_code.name} ({lint_code.severity}, reported by the lint command itself)\n\n"
+                   f"{lint_code.summary}\n\nDetails and examples: docs/lint-output.md")
+        return
     if rule is None:
         import difflib
 
-        keys = [r.code for r in rules] + [r.name for r in rules]
+        keys = [r.code for r in rules] + [r.name for r in rules] + [c.code for c in LINT_CODES.values()]
         close = difflib.get_close_matches(code, keys, n=3)
         hint = f"did you mean: {', '.join(close)}? " if close else ""
         raise KernelrulesError(f"unknown rule {code!r}", hint=f"{hint}see 'kernelrules rules list'")

@@ -63,6 +63,14 @@ def test_rules_show(run_cli):
     assert run_cli("rules", "show", "amd-only-option-on-nvidia").stdout == result.stdout
 
 
+def test_rules_list_and_show_the_lint_codes(run_cli):
+    listed = {r["code"]: r for r in json.loads(run_cli("rules", "list", "--format", "json").stdout)}
+    assert listed["LNT006"]["name"] == "autotune-side-effect" and listed["LNT006"]["stage"] == "lint"
+    assert listed["LNT006"]["severity"] == "error" and "CFG004" in listed
+    shown = run_cli("rules", "show", "autotune-side-effect")
+    assert shown.returncode == 0 and shown.stdout.startswith("LNT006 autotune-side-effect (error")
+
+
 def test_check_config_rejects_waves_per_eu_on_hopper(run_cli):
     result = run_cli("check-config", "--arch", "hopper", "waves_per_eu=2", "num_warps=8")
     assert result.returncode == 1
