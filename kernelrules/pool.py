@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from .compilejob import CompileJob, CompileResult
+from .worker_env import worker_environment
 
 #: Called after each finished job: ``progress(done, total, job, result)``.
 ProgressHook = Callable[[int, int, CompileJob, CompileResult], None]
@@ -354,8 +355,9 @@ class CompilePool:
         scratch = tempfile.mkdtemp(prefix="kernelrules-worker-")
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, TMPDIR=scratch, PYTHONUNBUFFERED="1", PYTHONPATH=python_path,
-                   KERNELRULES_WORKER_SCRATCH=scratch, TRITON_CACHE_DIR=scratch)  # the cache is set again per job
+        # Only what a cross-compile reads (kernelrules.worker_env): no credentials reach Triton or ptxas.
+        env = worker_environment(TMPDIR=scratch, PYTHONUNBUFFERED="1", PYTHONPATH=python_path,
+                                 KERNELRULES_WORKER_SCRATCH=scratch, TRITON_CACHE_DIR=scratch)  # cache set per job
         env.pop("TRITON_INTERPRET", None)  # workers cross-compile; a traced or tested command may interpret
         with open(os.path.join(scratch, "worker-stderr.log"), "wb") as early_stderr:
             proc = subprocess.Popen(
