@@ -406,13 +406,16 @@ class TritonPerfModel:
         signature, constexprs = launch_signature(fn, kwargs)
         config = KernelConfig.from_dict({**constexprs, **{o: kwargs[o] for o in _LAUNCH_OPTIONS
                                                          if kwargs.get(o) is not None}})
+        from .perf_general import estimate_any
+
         problem = dict(self.problem(kwargs)) if callable(self.problem) else _problem_from_args(kwargs, signature)
-        _sizes(problem)  # before any probe compile
+        if problem.get("grid") is None:
+            _sizes(problem)  # before any probe compile; with a grid the general model takes any kernel
         shape_class = tuple(sorted((k, _specialisation(v)) for k, v in signature.items()))
-        memo_key = (arch.label, shape_class, tuple(sorted(problem.items())), config.key())
+        memo_key = (arch.label, shape_class, repr(sorted(problem.items())), config.key())
         if memo_key not in self._memo:
             model = self._model(fn, arch, signature, shape_class, config, tuner_configs, constexprs)
-            self._memo[memo_key] = estimate(config, arch, problem, model=model, sku=self.sku).seconds
+            self._memo[memo_key] = estimate_any(config, arch, problem, model=model, sku=self.sku)
         return self._memo[memo_key]
 
     def _model(self, fn: Any, arch: Any, signature: Mapping[str, Any], shape_class: tuple, config: KernelConfig,
@@ -455,7 +458,11 @@ def triton_perf_model(kernel: Any, arch: str | None = None, *, sku: str | None =
     else the current GPU; ``sku`` picks the GPU's figures (default: the first SKU of the
     architecture, or the one ``arch`` names, e.g. ``"h200"``). The problem is read from
     integer arguments named M, N, K and the dtype of the first pointer argument, unless
-    ``problem(args) -> {"M", "N", "K", "dtype"}`` is given. The resource model is learned
+    ``problem(args) -> {"M", "N", "K", "dtype"}`` is given. Estimates come from
+    :func:`kernelrules.perf_general.estimate_any`: the matmul model for M, N, K, else, for
+    any other kernel, the general model, when ``problem`` returns a ``grid`` (expressions
+    over its sizes and the config's constexprs, as a tune space's ``problem.grid``) and
+    ``bytes``. The resource model is learned
     once per architecture and signature class, estimates are cached, and any failure
     warns once and returns :data:`NEUTRAL_ESTIMATE`. ``context``, an
     :class:`~kernelrules.autotune_context.AutotuneContext` (``kernelrules.autotune``

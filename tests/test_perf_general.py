@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -56,6 +56,32 @@ def test_waves_quantise():
     full = seconds({**f, "programs": slots, "bytes": 2 * slots}, k)
     over = seconds({**f, "programs": slots + 1, "bytes": 2 * (slots + 1)}, k)
     assert over > 1.5 * full
+
+
+def test_few_elements_per_thread_pay_the_step_overhead():
+    """Same bytes, same programs: one element per thread per step issues more than eight."""
+    k = replace(FITTED["sm_90"], ops_per_element=8.0, ops_per_step=32.0)
+    one = estimate(_cfg(block=128, warps=4), "h200", ROWS, facts={"registers": 32}, constants=k).parts["compute"]
+    eight = estimate(_cfg(block=1024, warps=4), "h200", ROWS, facts={"registers": 32}, constants=k).parts["compute"]
+    assert one > 2 * eight
+    flat = replace(k, ops_per_step=0.0)
+    a = estimate(_cfg(block=128, warps=4), "h200", ROWS, facts={"registers": 32}, constants=flat).parts["compute"]
+    b = estimate(_cfg(block=1024, warps=4), "h200", ROWS, facts={"registers": 32}, constants=flat).parts["compute"]
+    assert a == pytest.approx(b, rel=0.05)
+
+
+def test_resident_data_past_l2_costs_dram_rereads():
+    """Short rows: the resident programs' data fit in L2; rows of 1 MiB do not, and what a
+    program revisits costs DRAM time again (per byte), unless nothing is revisited."""
+    k = replace(FITTED["sm_90"], l2_revisit=1.0, l2_usable_fraction=0.5)
+
+    def dram_per_byte(n, constants):
+        problem = {**ROWS, "N": n}
+        return estimate(_cfg(), "h200", problem, facts={"registers": 32}, constants=constants).parts["dram"] / n
+
+    assert dram_per_byte(262144, k) > 1.5 * dram_per_byte(1024, k)
+    none = replace(k, l2_revisit=0.0)
+    assert dram_per_byte(262144, none) == pytest.approx(dram_per_byte(1024, none))
 
 
 def test_needs_a_grid():

@@ -19,6 +19,7 @@ from kernelrules.perf_model import NEUTRAL_ESTIMATE, estimate, triton_perf_model
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 from matmul import matmul_kernel  # noqa: E402
+from standins import FakeTensor  # noqa: E402
 from standins import matmul_named_args as named_args  # noqa: E402
 
 #: The k docs/perf-model.md claims: the fastest measured config is in the model's top 5.
@@ -142,6 +143,28 @@ def test_triton_autotuner_keeps_the_top_k(perf_model):
     assert len(kept) == 3 and all(c in matmul_kernel.configs for c in kept)
     ranked = sorted(matmul_kernel.configs, key=lambda c: perf_model(**named_args(), **c.all_kwargs()))
     assert kept == ranked[:3]
+
+
+def test_a_problem_with_a_grid_ranks_any_kernel_with_the_general_model():
+    """perf_model=True on a kernel without M, N, K: given a grid and bytes, the general model
+    (perf_general.estimate_any) ranks its configs; without them it stays neutral."""
+    from softmax import softmax_kernel
+
+    from kernelrules.perf_general import estimate_any
+
+    rows, cols = 4096, 4096
+    problem = {"rows": rows, "n_cols": cols, "dtype": "fp16", "grid": "rows", "bytes": "2 * rows * n_cols * 2"}
+    args = {"out_ptr": FakeTensor(), "in_ptr": FakeTensor(), "in_row_stride": cols, "out_row_stride": cols,
+            "n_cols": cols}
+    model = triton_perf_model(softmax_kernel, arch="h200", problem=lambda a: problem)
+    got = [model(**args, **c.all_kwargs()) for c in softmax_kernel.configs]
+    assert all(g > 0 for g in got) and len(set(got)) > 1
+    first = softmax_kernel.configs[0]
+    assert got[0] == pytest.approx(estimate_any({**first.kwargs, "num_warps": first.num_warps,
+                                                 "num_stages": first.num_stages}, "h200", problem,
+                                                model=next(iter(model._models.values()))))
+    with pytest.warns(UserWarning, match="no integer argument named M"):
+        assert triton_perf_model(softmax_kernel, arch="h200")(**args, **first.all_kwargs()) == NEUTRAL_ESTIMATE
 
 
 def test_a_zero_argument_callable_binds_the_kernel_before_it_exists():
