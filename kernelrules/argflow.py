@@ -28,18 +28,34 @@ _POINTER_PASSTHROUGH = ("advance", "broadcast_to", "reshape", "view", "expand_di
                         "max_contiguous", "max_constancy", "to")
 
 
-#: The last modules' pointer flows, by module object (each module is parsed once per run).
-_FLOWS: dict[int, tuple[ParsedModule, "PointerFlow"]] = {}
+#: The last modules' pointer flows, by module object and root (each module is parsed once per run).
+_FLOWS: dict[tuple[int, str | None], tuple[ParsedModule, "PointerFlow"]] = {}
 
 
-def pointer_flow(module: ParsedModule) -> "PointerFlow":
-    """:class:`PointerFlow` of ``module``, solved once per module however many kernels ask."""
-    cached = _FLOWS.get(id(module))
+def pointer_flow(module: ParsedModule, root: str | None = None) -> "PointerFlow":
+    """:class:`PointerFlow` of ``module``, solved once per module and root however many times asked.
+
+    ``root``: solve only the jit functions ``root`` reaches (itself, what it names, and so on): a
+    function's pointer parameters depend only on its callees, so the answer for them is the same,
+    and a module of thousands of helpers costs what the kernel uses."""
+    cached = _FLOWS.get((id(module), root))
     if cached is None or cached[0] is not module:
-        if len(_FLOWS) >= 64:
+        if len(_FLOWS) >= 256:
             _FLOWS.clear()
-        cached = _FLOWS[id(module)] = (module, PointerFlow(module))
+        names = None if root is None or root not in module.jit_functions else reachable(module, root)
+        cached = _FLOWS[(id(module), root)] = (module, PointerFlow(module, names=names))
     return cached[1]
+
+
+def reachable(module: ParsedModule, root: str) -> frozenset[str]:
+    """The jit functions of ``module`` that ``root`` reaches through the names its bodies read."""
+    seen, stack = {root}, [root]
+    while stack:
+        for node in ast.walk(module.jit_functions[stack.pop()]):
+            if isinstance(node, ast.Name) and node.id in module.jit_functions and node.id not in seen:
+                seen.add(node.id)
+                stack.append(node.id)
+    return frozenset(seen)
 
 
 def propagate(func: ast.FunctionDef, names: dict[str, set[str]],
@@ -67,10 +83,12 @@ def propagate(func: ast.FunctionDef, names: dict[str, set[str]],
 class PointerFlow:
     """Which parameters of a module's jit functions are pointers, by where they flow."""
 
-    def __init__(self, module: ParsedModule, solve: bool = True) -> None:
-        """``solve=False``: only the expression helpers (:meth:`roots`, :meth:`local_roots`) are wanted."""
+    def __init__(self, module: ParsedModule, solve: bool = True, names: frozenset[str] | None = None) -> None:
+        """``solve=False``: only the expression helpers (:meth:`roots`, :meth:`local_roots`) are wanted.
+        ``names``: the jit functions to solve (closed under calls: :func:`reachable`); None: all."""
         self.module = module
-        self.pointers: dict[str, set[str]] = {name: set() for name in module.jit_functions}
+        self.pointers: dict[str, set[str]] = {name: set() for name in module.jit_functions
+                                              if names is None or name in names}
         if solve:
             self._solve()
 
@@ -80,6 +98,8 @@ class PointerFlow:
         while changed:
             changed = False
             for name, func in self.module.jit_functions.items():
+                if name not in self.pointers:
+                    continue
                 found = self._function_pointers(func)
                 if not found <= self.pointers[name]:
                     self.pointers[name] |= found
@@ -149,7 +169,7 @@ class PointerFlow:
         if isinstance(func, ast.Name) and func.id in self.module.jit_functions:
             helper = self.module.jit_functions[func.id]
             names = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
-            pointer_names = self.pointers[func.id]
+            pointer_names = self.pointers.get(func.id, set())
             out = [arg for name, arg in zip(names, call.args) if name in pointer_names]
             out += [kw.value for kw in call.keywords if kw.arg in pointer_names]
             return out
@@ -287,7 +307,7 @@ def index_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> set
     func = module.jit_functions.get(kernel)
     if func is None or not pointers:
         return set()
-    return _IndexFlow(pointer_flow(module), func, pointers).integer_uses()
+    return _IndexFlow(pointer_flow(module, kernel), func, pointers).integer_uses()
 
 
 def address_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> set[str]:
@@ -295,7 +315,7 @@ def address_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> s
     func = module.jit_functions.get(kernel)
     if func is None or not pointers:
         return set()
-    return _IndexFlow(pointer_flow(module), func, pointers).address_uses()
+    return _IndexFlow(pointer_flow(module, kernel), func, pointers).address_uses()
 
 
 # --------------------------------------------------------------------------- type comments

@@ -397,23 +397,30 @@ _MODULE_CACHE: dict[tuple, "ParsedModule | Problem"] = {}
 _MODULE_CACHE_SIZE = 2048
 
 
-def cached_module(path: str | Path) -> "ParsedModule | Problem":
+def cached_module(path: str | Path, *, needs: str | None = None) -> "ParsedModule | Problem | None":
     """:func:`read_module`, parsed once per file version (path, mtime and size).
 
     Discovery, signature inference and lint all read the kernel's file; with many
-    kernels per file that was a parse per kernel and per step.
+    kernels per file that was a parse per kernel and per step. ``needs``: as for
+    :func:`read_module` (None, unparsed and not cached, when the text lacks it).
     """
-    path = Path(path).resolve()
     try:
+        path = Path(path).resolve()
         stat = path.stat()
         key = (path, stat.st_mtime_ns, stat.st_size)
-    except OSError:
-        return read_module(path)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11's resolve)
+        return read_module(Path(path), needs=needs)
     if key not in _MODULE_CACHE:
+        parsed = read_module(path, needs=needs)
+        if parsed is None:
+            return None
         if len(_MODULE_CACHE) >= _MODULE_CACHE_SIZE:
             _MODULE_CACHE.clear()
-        _MODULE_CACHE[key] = read_module(path)
-    return _MODULE_CACHE[key]
+        _MODULE_CACHE[key] = parsed
+    found = _MODULE_CACHE[key]
+    if needs is not None and isinstance(found, ParsedModule) and needs not in found.source:
+        return None
+    return found
 
 
 def _cached_module(path: Path) -> "ParsedModule | None":
@@ -683,7 +690,7 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> DiscoveryResult:
     for path in iter_python_files(paths):
         # A file that never says "triton" imports no triton and defines no jit function: not parsed
         # (often most files of a package), so its syntax errors are not reported either.
-        parsed = read_module(path, needs="triton")
+        parsed = cached_module(path, needs="triton")  # parsed once: lint reads the same module again
         if parsed is None:
             continue
         if isinstance(parsed, Problem):

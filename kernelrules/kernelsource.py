@@ -35,6 +35,7 @@ does not have to import Triton.
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import functools
 import hashlib
@@ -276,8 +277,27 @@ def _is_jit(node: ast.FunctionDef) -> bool:
     return any(_decorator_name(d) in JIT_DECORATORS + HELPER_DECORATORS for d in node.decorator_list)
 
 
+#: Reduced modules by (path, source digest): a file is parsed and reduced once per process and content,
+#: however many kernels, hashes and dependency walks read it (a 1 MB module takes about a second).
+_REDUCE_CACHE: "collections.OrderedDict[tuple[str, str], _Reduced]" = collections.OrderedDict()
+
+
 def reduce_module(source: str, path: Path) -> _Reduced:
-    """Split a parsed file into the imports, constants and jit functions kernels may use."""
+    """Split a parsed file into the imports, constants and jit functions kernels may use (cached per content;
+    the result is shared, so callers must not change it)."""
+    key = (str(path), hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
+    found = _REDUCE_CACHE.get(key)
+    if found is not None:
+        _REDUCE_CACHE.move_to_end(key)
+        return found
+    reduced = _reduce_module(source, path)
+    _REDUCE_CACHE[key] = reduced
+    while len(_REDUCE_CACHE) > 64:
+        _REDUCE_CACHE.popitem(last=False)
+    return reduced
+
+
+def _reduce_module(source: str, path: Path) -> _Reduced:
     tree = _parse(source, path)
     imports: list[ast.stmt] = []
     aliases: set[str] = set()
@@ -503,11 +523,15 @@ def _plain_assignment(node: ast.stmt, name: str, value: ast.expr) -> ast.stmt:
     return ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value), node)
 
 
-def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None) -> types.ModuleType:
+def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None,
+                  names: frozenset[str] | None = None) -> types.ModuleType:
     """Compile the reduced module with the file's name and run it in a fresh module.
 
     ``bind(module)``, when given, binds names imported from other files of the package
-    into the fresh module before its code runs (defaults may read them).
+    into the fresh module before its code runs (defaults may read them). ``names``: the jit
+    functions to define (a kernel and what it calls; None: all). Defining a jit function
+    costs Triton a read of its source, and Triton's cache key of a kernel covers only what
+    it calls, so the others are left out.
     """
     body = [*reduced.imports]
     allowed = user_code_allowed()
@@ -517,7 +541,8 @@ def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None) -> types.Modu
             body.append(_plain_assignment(node, *target))
         elif id(node) in reduced.bindings:
             body.extend(reduced.bindings[id(node)].rebuilt(_kept_jit_keyword))
-        elif isinstance(node, ast.FunctionDef) and (reduced.functions.get(node.name) is node
+        elif isinstance(node, ast.FunctionDef) and ((reduced.functions.get(node.name) is node
+                                                     and (names is None or node.name in names))
                                                     or id(node) in reduced.call_defs):
             if allowed or runs_user_code(node) is None:  # else left out: defining it would run user code
                 body.append(_strip_decorators(node))
@@ -583,23 +608,39 @@ def _file_sha(path: str | Path) -> str | None:
         return None
 
 
-def _load_file(path: Path, src: tuple[str, ...], loading: set[str]) -> _Loaded:
-    """The loaded reduced module of ``path``, names from other package files bound in (cached per content)."""
+def _load_file(path: Path, src: tuple[str, ...], loading: set[str], names: frozenset[str] | None = None) -> _Loaded:
+    """The loaded reduced module of ``path``, names from other package files bound in (cached per content).
+
+    ``names``: the jit functions to define (:func:`_needed`; None: all of them)."""
     source = _read_source(path)
-    cache_key = (str(path), hashlib.sha256(source.encode()).hexdigest(), src)
+    cache_key = (str(path), hashlib.sha256(source.encode()).hexdigest(), src, names)
     loaded = _LOADED.get(cache_key)
     if loaded is not None and all(_file_sha(p) == sha for p, sha in loaded.deps):
         return loaded
     reduced = reduce_module(source, path)
     deps: set[tuple[str, str]] = set()
     loading = loading | {str(path)}
-    module = _exec_reduced(reduced, path, bind=lambda m: _bind_imports(m, reduced, path, src, loading, deps))
+    module = _exec_reduced(reduced, path, bind=lambda m: _bind_imports(m, reduced, path, src, loading, deps, names),
+                           names=names)
     loaded = _LOADED[cache_key] = _Loaded(module, reduced, deps=deps)
     return loaded
 
 
+#: Files with more jit functions than this define, per kernel, only what the kernel calls: defining each costs
+#: Triton a read of its source (a 1 MB file of 16,000 helpers took 10 s), and a kernel's cache key covers only
+#: what it calls. Smaller files (every real package file seen) load whole, once for all their kernels.
+WHOLE_MODULE_JIT_FUNCTIONS = 256
+
+
+def _needed(reduced: _Reduced, name: str | None) -> frozenset[str] | None:
+    """The jit functions a use of ``name`` needs defined: it and what it calls (None: the whole module)."""
+    if name is None or name not in reduced.functions or len(reduced.functions) <= WHOLE_MODULE_JIT_FUNCTIONS:
+        return None
+    return frozenset(_dependencies(reduced, name)[0])
+
+
 def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: tuple[str, ...],
-                  loading: set[str], deps: set[tuple[str, str]]) -> None:
+                  loading: set[str], deps: set[tuple[str, str]], names: frozenset[str] | None = None) -> None:
     """Bind into ``module`` what its jit functions import from other files of the package.
 
     Each name is the object the other file's own reduced module defines (its JITFunction,
@@ -614,7 +655,9 @@ def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: 
 
     roots = search_roots(path, src)
     wanted: dict[str, list[ast.FunctionDef]] = {}
-    for func in reduced.functions.values():
+    for func_name, func in reduced.functions.items():
+        if names is not None and func_name not in names:
+            continue
         for ref in _global_loads(func):
             if ref not in reduced.functions and ref not in reduced.constants \
                     and ref not in reduced.import_aliases and ref not in _BUILTINS:
@@ -624,7 +667,8 @@ def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: 
         if str(target.path) in loading:
             return None  # an import cycle: the module is still being defined
         try:
-            other = _load_file(target.path, src, loading)
+            other_reduced = reduce_module(_read_source(target.path), target.path)
+            other = _load_file(target.path, src, loading, _needed(other_reduced, target.name))
         except KernelSourceError:
             return None
         deps.add((str(target.path), _file_sha(target.path) or ""))
@@ -686,7 +730,7 @@ def load_kernel(path: str | os.PathLike[str], name: str, src: tuple[str, ...] = 
             if runs_user_code(reduced.functions[dep]) is not None:
                 func = reduced.functions[dep]
                 raise KernelSourceError(refusal(func), path=str(path), line=func.lineno)
-    loaded = _load_file(path, src, set())
+    loaded = _load_file(path, src, set(), _needed(reduced, name))
     if name in loaded.handles:
         return loaded.handles[name]
     reduced = loaded.reduced

@@ -295,7 +295,7 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
     """Dataflow and naming evidence from the kernel's body, then integer defaults."""
     module = cached_module(kernel.path)
     func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
-    pointers = pointer_flow(module).pointers.get(kernel.name, set()) if func is not None else set()
+    pointers = pointer_flow(module, kernel.name).pointers.get(kernel.name, set()) if func is not None else set()
     floats = float_params(func, set(runtime)) if func is not None else set()
     used = used_names(func) if func is not None else set()
     result.descriptors = sorted(descriptor_params(func) & set(runtime)) if func is not None else []
