@@ -90,6 +90,15 @@ class Candidate:
     judgement: Judgement | None = None
 
 
+def predicted_to_spill(judgement: Judgement | None) -> bool:
+    """Whether the config stage predicts register spills (REG004, REG001): such a config is slow to
+    compile and rarely the fastest, so it waits until nothing else is left to compile or time."""
+    if judgement is None:
+        return False
+    spill = judgement.facts.get("spill_bytes_predicted")
+    return (isinstance(spill, (int, float)) and spill > 0) or any(w.startswith("REG001 ") for w in judgement.warnings)
+
+
 @dataclass
 class TuneResult:
     """What a run produced: this run's records and the study's summary (plain JSON)."""
@@ -268,6 +277,7 @@ class Tuner:
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelrules-gate")
         self.inflight: dict[int, Candidate] = {}
         self.lost: list[int] = []
+        self.deferred_count = 0  # configs predicted to spill, held back until nothing else waits
         try:
             workers = self._start_workers()
             self.workers = workers
@@ -280,6 +290,9 @@ class Tuner:
             self._seed()
             self._await_workers(workers)
             self._loop(workers, executor)
+            if self.deferred_count:
+                self.notes.append(f"{self.deferred_count} config(s) predicted to spill registers were compiled and "
+                                  f"timed after the others (deferred, not rejected)")
             if self.lost:
                 self.notes.append(f"{len(self.lost)} trial(s) of this run were failed as stale by another process "
                                   f"while in flight and their configs queued again ({self.lost}); its heartbeat "
@@ -298,9 +311,12 @@ class Tuner:
                 self.heartbeat.stop()
             self.gate.close()
 
+    def _time_out(self) -> bool:
+        return self.options.time_budget is not None and time.monotonic() - self.started >= self.options.time_budget
+
     def _budget_left(self) -> bool:
         o = self.options
-        if o.time_budget is not None and time.monotonic() - self.started >= o.time_budget:
+        if self._time_out():
             return False
         claimed = self.claims.count()
         if claimed >= len(self.configs):
@@ -313,6 +329,7 @@ class Tuner:
     def _loop(self, workers: list, executor: Any) -> None:
         pending: collections.deque[Candidate] = collections.deque()
         to_compile: list[Candidate] = []
+        deferred: list[Candidate] = []  # predicted to spill: compiled and timed only when nothing else waits
         compiling: tuple[list[Candidate], Any] | None = None
         duplicates_in_a_row = 0
         asking = True
@@ -329,10 +346,23 @@ class Tuner:
                 duplicates_in_a_row = 0 if new else duplicates_in_a_row + 1
                 if candidate is None:
                     continue
+                if predicted_to_spill(candidate.judgement):
+                    deferred.append(candidate)
+                    self.deferred_count += 1
+                    continue
                 if self.options.stage == "compiled":
                     to_compile.append(candidate)
                 else:
                     pending.append(candidate)
+            if deferred and self._time_out():
+                deferred = []  # out of time: left in flight, so the run's end queues them again (_abandon)
+            idle = not pending and not to_compile and compiling is None and not any(w.busy for w in workers)
+            if deferred and (not asking or idle):  # nothing better is left (or coming): their turn
+                released, deferred = deferred, []
+                if self.options.stage == "compiled":
+                    to_compile.extend(released)
+                else:
+                    pending.extend(released)
             if compiling is None and to_compile:
                 batch, to_compile = to_compile, []
                 compiling = (batch, executor.submit(self.gate.compiled, [c.config for c in batch]))
@@ -348,7 +378,7 @@ class Tuner:
                     candidate = pending.popleft()
                     worker.send(("evaluate", candidate.config.to_dict()), candidate)
             busy = [w for w in workers if w.busy]
-            if not busy and not pending and not to_compile and compiling is None and not asking:
+            if not busy and not pending and not to_compile and compiling is None and not asking and not deferred:
                 return
             if busy:
                 timeout = 0.05 if compiling is not None or to_compile else 0.5

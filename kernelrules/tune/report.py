@@ -80,32 +80,41 @@ def plot_funnel(funnel: Mapping[str, Any]) -> str:
 
 
 def plot_trials(records: list[Mapping[str, Any]], flops: float | None) -> str:
+    """Every timed trial and the best so far, against wall time since the run started (each record's
+    ``elapsed_s``; trial numbers where a record lacks it, as in studies made before it was recorded)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4))
     timed = [r for r in records if r.get("status") in TIMED and r.get("ms")]
+    clock = bool(timed) and all(isinstance(r.get("elapsed_s"), (int, float)) for r in records
+                                if r.get("status") not in ("duplicate", "over_budget", "running", "waiting"))
+
+    def x(record: Mapping[str, Any]) -> float:
+        return record["elapsed_s"] if clock else record.get("trial", 0)
 
     def y(ms: float) -> float:
         return flops / (ms * 1e-3) / 1e12 if flops else ms
 
     for status in ("better", "slower"):
         points = [r for r in timed if r["status"] == status]
-        ax.scatter([r["trial"] for r in points], [y(r["ms"]) for r in points], s=14, color=_COLORS[status],
-                   label=status)
+        ax.scatter([x(r) for r in points], [y(r["ms"]) for r in points], s=14, color=_COLORS[status], label=status)
     failed = [r for r in records if r.get("status") in FAILURES or r.get("status") in ("rejected", "learned")]
-    if failed:
+    if failed and (clock is False or all(isinstance(r.get("elapsed_s"), (int, float)) for r in failed)):
         low = min((y(r["ms"]) for r in timed), default=1.0)
-        ax.scatter([r["trial"] for r in failed], [low] * len(failed), marker="x", s=12, color="#d1242f",
+        ax.scatter([x(r) for r in failed], [low] * len(failed), marker="x", s=12, color="#d1242f",
                    label="rejected / failed (not timed)")
-    steps = rec.best_so_far(records)
+    steps, best = [], None
+    for record in sorted(timed, key=x):
+        best = record["ms"] if best is None else min(best, record["ms"])
+        steps.append((x(record), best))
     if steps:
-        xs = [s[0] for s in steps] + [max(r.get("trial", 0) for r in records)]
-        ys = [y(s[1]) for s in steps] + [y(steps[-1][1])]
-        ax.step(xs, ys, where="post", color="black", linewidth=1.2, label="best so far")
-    ax.set_xlabel("trial")
+        end = max(x(r) for r in timed)
+        ax.step([s[0] for s in steps] + [end], [y(s[1]) for s in steps] + [y(steps[-1][1])], where="post",
+                color="black", linewidth=1.2, label="best so far")
+    ax.set_xlabel("seconds since the run started" if clock else "trial")
     ax.set_ylabel("TFLOP/s" if flops else "ms")
     ax.legend(fontsize=8)
-    ax.set_title("every trial, with the best so far")
+    ax.set_title("every trial, with the best so far" + (" (wall time)" if clock else ""))
     return _png(fig)
 
 
