@@ -211,10 +211,16 @@ def _builtin_sources() -> tuple[_Source, ...]:
 
 
 def _read_source(path: str) -> _Source:
+    """A user profile file, read and checked against the YAML bounds (size, aliases, depth) before the
+    fast loader sees it: libyaml would expand an alias bomb for the schema check to walk."""
+    from .inputfile import read_input_text
+
+    text = read_input_text(path, yamlio.MAX_BYTES, error=ProfileError, missing="architecture profile file not found")
     try:
-        return _Source(path, Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"cannot read architecture profile: {exc}", path=path) from None
+        yamlio.check_bounds(text, path, ProfileError)
+    except yaml.MarkedYAMLError:
+        pass  # a syntax error: reported with its line by the located loader
+    return _Source(path, text)
 
 
 def _register(registry: _Registry, source: _Source, data: dict[str, Any]) -> None:

@@ -79,7 +79,7 @@ def tune_command(
     gpu_list = [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None
     if gpus is not None and not gpu_list:
         raise KernelrulesError(f"cannot read --gpus {gpus!r}", hint="e.g. --gpus 0,1")
-    if not space.is_file():
+    if not space.exists() and not space.is_symlink():  # a directory or a FIFO: load_space says what it is
         raise KernelrulesError("no such space file", path=str(space))
 
     def on_record(record: dict) -> None:

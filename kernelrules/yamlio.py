@@ -79,7 +79,7 @@ def _scalar(node: yaml.ScalarNode) -> Any:
         loader.dispose()
 
 
-def _check_bounds(text: str, source: str, error: type[KernelrulesError]) -> None:
+def check_bounds(text: str, source: str, error: type[KernelrulesError] = KernelrulesError) -> None:
     """Refuse what could make parsing unbounded: oversize text, aliases, deep nesting (one pass over the events)."""
     if len(text) > MAX_BYTES:
         raise error(f"the file is {len(text)} characters; kernelrules reads YAML files up to {MAX_BYTES} bytes",
@@ -101,7 +101,7 @@ def _check_bounds(text: str, source: str, error: type[KernelrulesError]) -> None
 def load_text(text: str, source: str, error: type[KernelrulesError] = KernelrulesError) -> LocatedDocument:
     """Parse YAML text; raise :class:`KernelrulesError` with file and line on bad syntax or unbounded input."""
     try:
-        _check_bounds(text, source, error)
+        check_bounds(text, source, error)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -131,14 +131,10 @@ def load_file(
     path: str | Path, display: str | None = None, error: type[KernelrulesError] = KernelrulesError
 ) -> LocatedDocument:
     """Read and parse a YAML file from disk."""
+    from .inputfile import read_input_text
+
     shown = display or str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error("file not found", path=shown) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"cannot read file: {exc}", path=shown) from None
-    return load_text(text, shown, error)
+    return load_text(read_input_text(path, MAX_BYTES, shown=shown, error=error), shown, error)
 
 
 def schema_error(doc: LocatedDocument, error: Any, what: str) -> KernelrulesError:

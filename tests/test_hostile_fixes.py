@@ -1,0 +1,60 @@
+"""Unit tests of the fixes the hostile-input matrix (tests/test_hostile_matrix.py) found.
+
+Each test names the matrix case that found the bug; the matrix checks the whole command, these
+check the function that was fixed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from kernelrules.errors import KernelrulesError
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda p: os.mkfifo(p), "not a regular file"),  # case yaml/*/fifo: read_text waited for a writer forever
+    (lambda p: p.mkdir(), "is a directory"),
+    (lambda p: os.symlink(p, p), "cannot read file"),
+    (lambda p: None, "file not found"),
+    (lambda p: p.write_bytes(b"a: \xff\n"), "not UTF-8"),
+])
+def test_data_files_are_read_without_blocking(tmp_path, make, fragment):
+    from kernelrules.inputfile import read_input_text
+    from kernelrules.yamlio import load_file
+
+    path = tmp_path / "x.yaml"
+    make(path)
+    for read in (lambda: read_input_text(path, 1 << 20), lambda: load_file(path)):
+        with pytest.raises(KernelrulesError, match=fragment) as info:
+            read()
+        assert info.value.path == str(path)
+
+
+def test_an_oversize_file_is_refused_before_it_is_read(tmp_path):
+    from kernelrules.inputfile import read_input_text
+
+    path = tmp_path / "big.json"
+    path.write_bytes(b"x" * 2000)
+    with pytest.raises(KernelrulesError, match="is 2000 bytes; kernelrules reads such files up to 1000 bytes"):
+        read_input_text(path, 1000)
+    assert read_input_text(path, 2000) == "x" * 2000
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("a: &a [1, 2]\nb: *a\n", "aliases"),  # case yaml/arch-file/*-alias: libyaml expanded them for the schema
+    ("a: 1\n" + "#" * (1 << 20), "up to"),  # case yaml/arch-file/oversize-comment: accepted whole
+])
+def test_arch_files_have_the_yaml_bounds(tmp_path, text, fragment):
+    from kernelrules.arch import load_arch
+    from kernelrules.errors import ProfileError
+
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    with pytest.raises(ProfileError, match=fragment):
+        load_arch("ada", extra_files=[path])
+    os.mkfifo(tmp_path / "fifo.yaml")
+    with pytest.raises(ProfileError, match="not a regular file"):
+        load_arch("ada", extra_files=[tmp_path / "fifo.yaml"])
