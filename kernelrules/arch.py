@@ -316,7 +316,7 @@ def _parsed(source: _Source) -> dict[str, Any]:
     """
     try:
         data = yaml.load(source.text, Loader=_FastLoader)
-    except (yaml.YAMLError, _DuplicateKey):
+    except (yaml.YAMLError, _DuplicateKey, ValueError):  # ValueError: an integer of thousands of digits
         data = _located(source).data
     error = best_match(_validator().iter_errors(data))
     if error is not None:

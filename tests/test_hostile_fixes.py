@@ -58,3 +58,26 @@ def test_arch_files_have_the_yaml_bounds(tmp_path, text, fragment):
     os.mkfifo(tmp_path / "fifo.yaml")
     with pytest.raises(ProfileError, match="not a regular file"):
         load_arch("ada", extra_files=[tmp_path / "fifo.yaml"])
+
+
+def test_an_integer_of_thousands_of_digits_is_a_located_yaml_error(tmp_path):
+    """Case yaml/*/huge-int: PyYAML's int() raised ValueError (4300-digit limit): an internal error."""
+    from kernelrules.arch import load_arch
+    from kernelrules.yamlio import load_text
+
+    with pytest.raises(KernelrulesError, match="cannot convert") as info:
+        load_text("a: 1\nb: " + "9" * 5000 + "\n", "big.yaml")
+    assert (info.value.path, info.value.line) == ("big.yaml", 2)
+    (tmp_path / "p.yaml").write_text("family: x\nn: " + "9" * 5000 + "\n")
+    with pytest.raises(KernelrulesError, match="p.yaml:2:4: invalid YAML: cannot convert"):
+        load_arch("ada", extra_files=[tmp_path / "p.yaml"])
+
+
+def test_a_yaml_file_just_under_the_size_bound_loads_in_seconds():
+    """Case yaml/*/long-list: a 0.9 MB flow list took 13-19 s with the pure-Python parser (bound: 10 s)."""
+    from kernelrules.yamlio import load_text
+
+    start = time.monotonic()
+    doc = load_text("items: [" + ", ".join("1" for _ in range(300000)) + "]\n", "long.yaml")
+    assert len(doc.data["items"]) == 300000 and doc.where(("items", 299999)) == (1, 8 + 3 * 299999 + 1)
+    assert time.monotonic() - start < 8
