@@ -18,7 +18,7 @@ from typing import List, Optional
 import typer
 
 from . import __version__
-from .atomicio import write_text_atomic
+from .atomicio import write_output
 from .cli_pin import register as _register_pin
 from .cli_tune import register as _register_tuning
 from .errors import EXIT_USAGE, KernelrulesError, mask_credentials, shorten
@@ -513,7 +513,7 @@ def spec_command(
     target = output or sidecar_path(path)
     if target.exists() and not force:
         raise KernelrulesError("spec file exists; not overwriting", path=str(target), hint="use --force or -o")
-    write_text_atomic(target, text)
+    write_output(target, text)
     typer.echo(f"wrote {target} ({len(found.kernels)} kernels)")
 
 

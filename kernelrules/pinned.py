@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .atomicio import write_text_atomic
+from .atomicio import write_output
 from .errors import KernelrulesError
 
 FORMAT = "kernelrules-pinned"
@@ -174,7 +174,7 @@ class PinnedTable:
 
     def save(self, path: str | Path) -> None:
         """Write the table atomically (entries sorted by architecture, key and dtypes)."""
-        write_text_atomic(path, json.dumps(self.to_json(), indent=2) + "\n")
+        write_output(path, json.dumps(self.to_json(), indent=2) + "\n")
 
 
 @lru_cache(maxsize=1)

@@ -81,3 +81,15 @@ def test_a_yaml_file_just_under_the_size_bound_loads_in_seconds():
     doc = load_text("items: [" + ", ".join("1" for _ in range(300000)) + "]\n", "long.yaml")
     assert len(doc.data["items"]) == 300000 and doc.where(("items", 299999)) == (1, 8 + 3 * 299999 + 1)
     assert time.monotonic() - start < 8
+
+
+@pytest.mark.parametrize("target", ["no/such/dir/out.yaml", "d"])
+def test_an_output_that_cannot_be_written_is_one_error(tmp_path, target):
+    """Cases python/spec/output-in-missing-dir and output-is-a-directory: an internal error (OSError)."""
+    from kernelrules.atomicio import write_output
+
+    (tmp_path / "d").mkdir()
+    with pytest.raises(KernelrulesError, match="cannot write the file") as info:
+        write_output(tmp_path / target, "x\n")
+    assert info.value.path == str(tmp_path / target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"] and list((tmp_path / "d").iterdir()) == []

@@ -19,7 +19,7 @@ import io
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..atomicio import write_text_atomic
+from ..atomicio import write_output
 from ..errors import KernelrulesError
 from . import records as rec
 from .feedback import FAILURES, TIMED
@@ -230,5 +230,5 @@ def write_report(storage: str, study_name: str | None, output: str | Path) -> Pa
     """Write the HTML report of one study; returns its path."""
     study = open_study(storage, study_name)
     path = Path(output)
-    write_text_atomic(path, render(study))
+    write_output(path, render(study))
     return path
