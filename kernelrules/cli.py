@@ -500,9 +500,12 @@ def spec_command(
     if not path.is_file():
         raise KernelrulesError("no such file", path=str(path))
     found = discover([path])
-    if found.problems:
-        problem = found.problems[0]
-        raise KernelrulesError(problem.message, path=str(problem.path), line=problem.line)
+    for problem in found.problems:
+        if problem.kind in ("unreadable-file", "syntax-error"):
+            raise KernelrulesError(problem.message, path=str(problem.path), line=problem.line)
+        # An autotune list or key kernelrules will not evaluate (a recursive call, a value too large)
+        # says nothing about the launch signature: the skeleton is still written.
+        typer.echo(f"kernelrules: warning: {problem.path}:{problem.line}: {shorten(problem.message, 300)}", err=True)
     if not found.kernels:
         raise KernelrulesError("no @triton.jit kernels found", path=str(path))
     signatures = {k.name: infer_signature(k, use_sidecar=False) for k in found.kernels}

@@ -93,3 +93,18 @@ def test_an_output_that_cannot_be_written_is_one_error(tmp_path, target):
         write_output(tmp_path / target, "x\n")
     assert info.value.path == str(tmp_path / target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"] and list((tmp_path / "d").iterdir()) == []
+
+
+def test_spec_writes_the_skeleton_when_only_the_autotune_list_cannot_be_evaluated(run_cli, tmp_path):
+    """Case python/spec/recursion: spec refused the whole file, advising "--import or a spec file"
+    (spec has no --import, and it writes the spec file). The list says nothing about the signature."""
+    (tmp_path / "k.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\ndef make(n):\n    return make(n + 1)\n\n\n"
+        "@triton.autotune(configs=make(1), key=['n'])\n@triton.jit\n"
+        "def k(x_ptr, n, BLOCK: tl.constexpr):\n    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)\n")
+    done = run_cli("spec", "k.py", "-o", "-")
+    assert done.returncode == 0 and "x_ptr:" in done.stdout, done.stderr
+    assert done.stderr.startswith("kernelrules: warning: k.py:") and "recursive call of make()" in done.stderr
+    (tmp_path / "bad.py").write_text("import triton\ndef k(:\n")
+    done = run_cli("spec", "bad.py", "-o", "-")
+    assert done.returncode == 2 and "bad.py:2: syntax error" in done.stderr
