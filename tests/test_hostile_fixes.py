@@ -126,3 +126,13 @@ def test_source_lines_of_a_huge_line_are_fast():
     start = time.monotonic()
     assert len(_source_lines("S = '" + "x" * 900000 + "'\nT = 1\n")) == 2
     assert time.monotonic() - start < 1
+
+
+def test_a_file_too_deep_for_pythons_parser_is_a_problem_not_a_crash(tmp_path):
+    """Case python/lint/deep-unary: ast.parse raised MemoryError (parser stack overflow): an internal error."""
+    from kernelrules.discover import Problem, read_module
+
+    path = tmp_path / "bad.py"
+    path.write_text("import triton\nx = " + "-" * 200000 + "1\n")
+    problem = read_module(path)
+    assert isinstance(problem, Problem) and problem.kind == "syntax-error" and "nested too deeply" in problem.message
