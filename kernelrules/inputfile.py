@@ -49,3 +49,35 @@ def read_input_text(path: str | os.PathLike[str], max_bytes: int, *, shown: str 
     except UnicodeDecodeError as exc:
         raise error(f"not UTF-8: cannot decode byte {data[exc.start]:#04x} at offset {exc.start}", path=shown) from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def loads_json(text: str, *, shown: str, line: int | None = None,
+               error: type[KernelrulesError] = KernelrulesError, label: str = "invalid JSON") -> object:
+    """``text`` parsed as strict JSON: ``NaN``, ``Infinity``, numbers that overflow a float and integers
+    of thousands of digits are refused, and so is nesting deeper than Python's recursion allows; every
+    problem is one :class:`~kernelrules.errors.KernelrulesError` with the file and line."""
+    import json
+
+    try:
+        return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        where = exc.lineno if line is None else line + exc.lineno - 1
+        raise error(f"{label}: {exc.msg}", path=shown, line=where, column=exc.colno) from None
+    except RecursionError:
+        raise error(f"{label}: nested too deeply", path=shown, line=line) from None
+    except ValueError as exc:  # parse_constant, parse_float, or int() past its 4300 digits
+        message = str(exc)
+        if "integer string conversion" in message:
+            message = "an integer of more than 4300 digits"
+        raise error(f"{label}: {message}", path=shown, line=line) from None

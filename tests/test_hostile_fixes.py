@@ -136,3 +136,39 @@ def test_a_file_too_deep_for_pythons_parser_is_a_problem_not_a_crash(tmp_path):
     path.write_text("import triton\nx = " + "-" * 200000 + "1\n")
     problem = read_module(path)
     assert isinstance(problem, Problem) and problem.kind == "syntax-error" and "nested too deeply" in problem.message
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("[" * 100000 + "]" * 100000, "nested too deeply"),  # case json/pin-show/deep-nesting: RecursionError
+    ('{"n": ' + "9" * 5000 + "}", "more than 4300 digits"),  # case json/*/huge-int: ValueError
+    ('{"ms": NaN}', "NaN is not JSON"),  # case json/pin-show/ms-nan: a NaN timing was shown as "nan ms"
+    ('{"ms": -Infinity}', "-Infinity is not JSON"),
+    ('{"n": 1e999}', "out of range"),
+])
+def test_json_inputs_are_strict_json(tmp_path, text, fragment):
+    from kernelrules.inputfile import loads_json
+    from kernelrules.pinned import load_table
+    from kernelrules.trace import load_trace
+
+    with pytest.raises(KernelrulesError, match=fragment):
+        loads_json(text, shown="x.json")
+    (tmp_path / "p.json").write_text(text)
+    with pytest.raises(KernelrulesError, match=fragment):
+        load_table(tmp_path / "p.json")
+    (tmp_path / "t.jsonl").write_text('{"format": "kernelrules-trace", "schema_version": 1}\n' + text + "\n")
+    with pytest.raises(KernelrulesError, match=f"t.jsonl:2: invalid JSON: .*{fragment}"):
+        load_trace(tmp_path / "t.jsonl")
+
+
+def test_json_inputs_are_read_without_blocking(tmp_path):
+    """Cases json/pin-show/fifo and json/*/oversize: a FIFO hung pin show; an 80 MB table was read whole."""
+    from kernelrules.pinned import MAX_TABLE_BYTES, load_table
+    from kernelrules.trace import load_trace
+
+    os.mkfifo(tmp_path / "fifo.json")
+    for load in (load_table, load_trace):
+        with pytest.raises(KernelrulesError, match="not a regular file"):
+            load(tmp_path / "fifo.json")
+    (tmp_path / "big.json").write_bytes(b" " * (MAX_TABLE_BYTES + 1))
+    with pytest.raises(KernelrulesError, match="up to"):
+        load_table(tmp_path / "big.json")
