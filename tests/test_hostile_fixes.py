@@ -172,3 +172,25 @@ def test_json_inputs_are_read_without_blocking(tmp_path):
     (tmp_path / "big.json").write_bytes(b" " * (MAX_TABLE_BYTES + 1))
     with pytest.raises(KernelrulesError, match="up to"):
         load_table(tmp_path / "big.json")
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"", r"not an SQLite database \(the file is empty\)"),  # case json/report/empty-file: SQLite wrote tables into it
+    (b"not a database\n", "not an SQLite database"),  # case json/report/text-file: DatabaseError, internal error
+])
+def test_report_refuses_what_is_not_an_sqlite_file(tmp_path, content, fragment):
+    from kernelrules.tune.report import open_study
+
+    (tmp_path / "study.db").write_bytes(content)
+    with pytest.raises(KernelrulesError, match=fragment):
+        open_study(str(tmp_path / "study.db"), None)
+    assert (tmp_path / "study.db").read_bytes() == content and len(list(tmp_path.iterdir())) == 1
+
+
+def test_a_damaged_sqlite_file_is_a_storage_error(tmp_path):
+    """Case json/report/truncated-sqlite: a valid header and nothing else was an internal DatabaseError."""
+    from kernelrules.tune.study import open_storage
+
+    (tmp_path / "s.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 84)
+    with pytest.raises(KernelrulesError, match="cannot open the study storage"):
+        open_storage(f"sqlite:///{tmp_path / 's.db'}")
