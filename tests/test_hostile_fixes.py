@@ -194,3 +194,11 @@ def test_a_damaged_sqlite_file_is_a_storage_error(tmp_path):
     (tmp_path / "s.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 84)
     with pytest.raises(KernelrulesError, match="cannot open the study storage"):
         open_storage(f"sqlite:///{tmp_path / 's.db'}")
+
+
+def test_pin_merge_with_a_symlink_loop_is_one_error(run_cli, tmp_path):
+    """Case json/pin-merge/symlink-loop: Path.resolve() raised RuntimeError (an internal error)."""
+    os.symlink("loop.json", tmp_path / "loop.json")
+    done = run_cli("pin", "merge", "out.json", "loop.json")
+    assert done.returncode == 2 and done.stderr.startswith("kernelrules: error: loop.json: cannot read file")
+    assert not (tmp_path / "out.json").exists()
