@@ -199,6 +199,7 @@ def check_config(
 
     target = load_arch(arch, extra_files=tuple(arch_file or ()))
     config = KernelConfig.parse_assignments(assignments)
+    _check_dtypes(dtype or ())
     kernel = {"dtypes": list(dtype)} if dtype else None
     facts = None
     if kernel_file or space_file:
@@ -224,6 +225,17 @@ def check_config(
             guessed = ", ".join(f"{k}={v}" for k, v in checked.guessed.items())
             typer.echo(f"  judged with guessed constexpr values {guessed}; give them on the command line")
     raise typer.Exit(1 if verdict.rejected else 0)
+
+
+def _check_dtypes(dtypes) -> None:
+    """Every ``--dtype`` is a dtype the rules know (``fp99`` was judged as if it were none)."""
+    from .perf_general import DTYPE_BYTES
+    from .signatures import _DTYPES
+
+    known = set(_DTYPES.split("|")) | set(DTYPE_BYTES)
+    for name in dtypes:
+        if name not in known:
+            raise KernelrulesError(f"unknown dtype {name!r} for --dtype", hint=f"known: {', '.join(sorted(known))}")
 
 
 #: Facts check-config shows for AMD targets besides prune's.
@@ -279,6 +291,8 @@ def prune_command(
     loaded = load_space(space)
     loaded.require_configs()
     archs = [load_arch(name.strip(), ) for name in arch.split(",") if name.strip()]
+    if not archs:  # --arch "" or ",": nothing would be judged, and exit 0 would say all is well
+        raise KernelrulesError(f"no target architecture in --arch {arch!r}", hint="e.g. --arch ada,hopper")
     cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
     with _progress(output is OutputFormat.text and not quiet) as progress:
         try:

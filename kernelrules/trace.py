@@ -125,6 +125,7 @@ def run_trace(command: list[str], output: Path, env: Mapping[str, str] | None = 
             completed = subprocess.run(list(command), env=child_environment(os.environ if env is None else env,
                                                                             directory, output))
         except OSError as exc:
+            output.unlink(missing_ok=True)  # a header and no run is not a trace: leave no file behind
             raise TraceError(f"cannot run {command[0]!r}: {exc.strerror or exc}") from exc
     compact_trace(output)
     return completed.returncode

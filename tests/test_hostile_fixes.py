@@ -202,3 +202,32 @@ def test_pin_merge_with_a_symlink_loop_is_one_error(run_cli, tmp_path):
     done = run_cli("pin", "merge", "out.json", "loop.json")
     assert done.returncode == 2 and done.stderr.startswith("kernelrules: error: loop.json: cannot read file")
     assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("arch", ["", ",,,"])
+def test_prune_with_no_architecture_is_refused(run_cli, tmp_path, arch):
+    """Case cli/prune/arch-empty: `prune --arch ""` judged nothing and exited 0."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    (tmp_path / "matmul.py").write_text((examples / "matmul.py").read_text())
+    (tmp_path / "s.yaml").write_text((examples / "matmul.space.yaml").read_text())
+    done = run_cli("prune", "s.yaml", "--arch", arch)
+    assert done.returncode == 2 and "no target architecture" in done.stderr
+
+
+def test_a_trace_whose_program_cannot_start_leaves_no_file(tmp_path):
+    """Case cli/trace/missing-program: the header was written and left behind as if it were a trace."""
+    from kernelrules.trace import TraceError, run_trace
+
+    with pytest.raises(TraceError, match="cannot run"):
+        run_trace([str(tmp_path / "no-such-program")], tmp_path / "t.jsonl")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_config_refuses_an_unknown_dtype(run_cli):
+    """Case cli/check-config/dtype-unknown: `--dtype fp99` was judged as if no dtype had been given."""
+    done = run_cli("check-config", "--arch", "hopper", "--dtype", "fp99", "BLOCK_M=64")
+    assert done.returncode == 2 and "unknown dtype 'fp99'" in done.stderr
+    assert run_cli("check-config", "--arch", "hopper", "--dtype", "fp8e4nv", "--dtype", "fp32",
+                   "BLOCK_M=64").returncode in (0, 1)
