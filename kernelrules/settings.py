@@ -241,11 +241,14 @@ def _read_toml(path: Path) -> str:
 
 
 def _parse_toml(text: str, path: Path) -> dict[str, Any]:
-    """``text`` parsed as TOML; a syntax error is one :class:`KernelrulesError`."""
+    """``text`` parsed as TOML; a syntax error, an integer of thousands of digits (ValueError) or
+    nesting too deep for the parser (RecursionError) is one :class:`KernelrulesError`."""
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError is one
         raise KernelrulesError(f"invalid TOML: {exc}", path=str(path)) from None
+    except RecursionError:
+        raise KernelrulesError("invalid TOML: nested too deeply", path=str(path)) from None
 
 
 def parse_table(table: Mapping[str, Any], path: Path, text: str = "") -> Settings:

@@ -231,3 +231,19 @@ def test_check_config_refuses_an_unknown_dtype(run_cli):
     assert done.returncode == 2 and "unknown dtype 'fp99'" in done.stderr
     assert run_cli("check-config", "--arch", "hopper", "--dtype", "fp8e4nv", "--dtype", "fp32",
                    "BLOCK_M=64").returncode in (0, 1)
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ('[tool.kernelrules]\njobs = ' + "9" * 5000 + "\n", "invalid TOML"),  # tomllib's int(): ValueError
+    ("[tool.kernelrules]\nsrc = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),  # RecursionError
+    (b'[tool.kernelrules]\narch = "\xff"\n', "not UTF-8"),  # UnicodeDecodeError
+])
+def test_a_hostile_pyproject_is_one_error(tmp_path, content, fragment):
+    """Cases toml/huge-int, toml/deep-nesting, toml/invalid-utf8: each was an internal error."""
+    from kernelrules.settings import load_settings
+
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    with pytest.raises(KernelrulesError, match=fragment) as info:
+        load_settings([tmp_path / "k.py"])
+    assert info.value.path == str(path)
