@@ -218,8 +218,8 @@ def _read_source(path: str) -> _Source:
     text = read_input_text(path, yamlio.MAX_BYTES, error=ProfileError, missing="architecture profile file not found")
     try:
         yamlio.check_bounds(text, path, ProfileError)
-    except yaml.MarkedYAMLError:
-        pass  # a syntax error: reported with its line by the located loader
+    except yaml.YAMLError:
+        pass  # a syntax error or a character YAML forbids: reported with its line by the located loader
     return _Source(path, text)
 
 

@@ -247,3 +247,13 @@ def test_a_hostile_pyproject_is_one_error(tmp_path, content, fragment):
     with pytest.raises(KernelrulesError, match=fragment) as info:
         load_settings([tmp_path / "k.py"])
     assert info.value.path == str(path)
+
+
+def test_a_nul_byte_in_an_arch_file_is_a_located_error(tmp_path):
+    """Case yaml/arch-file/nul-byte: the bounds check let libyaml's ReaderError escape (an internal error)."""
+    from kernelrules.arch import load_arch
+    from kernelrules.errors import ProfileError
+
+    (tmp_path / "p.yaml").write_bytes(b"family: x\nbad: a\x00b\n")
+    with pytest.raises(ProfileError, match="p.yaml.*invalid YAML"):
+        load_arch("ada", extra_files=[tmp_path / "p.yaml"])
