@@ -171,6 +171,7 @@ class _Source:
 
     origin: str
     text: str
+    user: bool = False  # a --arch-file: parsed with positions at once (libyaml's fast path pays off for the built-ins)
 
 
 @dataclass
@@ -211,16 +212,13 @@ def _builtin_sources() -> tuple[_Source, ...]:
 
 
 def _read_source(path: str) -> _Source:
-    """A user profile file, read and checked against the YAML bounds (size, aliases, depth) before the
-    fast loader sees it: libyaml would expand an alias bomb for the schema check to walk."""
+    """A user profile file (read within the YAML size bound); marked ``user`` so that it is parsed by
+    :func:`kernelrules.yamlio.load_text`, with its alias and depth bounds, never by libyaml's fast path,
+    which would expand an alias bomb for the schema check to walk."""
     from .inputfile import read_input_text
 
     text = read_input_text(path, yamlio.MAX_BYTES, error=ProfileError, missing="architecture profile file not found")
-    try:
-        yamlio.check_bounds(text, path, ProfileError)
-    except yaml.YAMLError:
-        pass  # a syntax error or a character YAML forbids: reported with its line by the located loader
-    return _Source(path, text)
+    return _Source(path, text, user=True)
 
 
 def _register(registry: _Registry, source: _Source, data: dict[str, Any]) -> None:
@@ -315,7 +313,7 @@ def _parsed(source: _Source) -> dict[str, Any]:
     are computed only when something is wrong and an error must name a line.
     """
     try:
-        data = yaml.load(source.text, Loader=_FastLoader)
+        data = _located(source).data if source.user else yaml.load(source.text, Loader=_FastLoader)
     except (yaml.YAMLError, _DuplicateKey, ValueError):  # ValueError: an integer of thousands of digits
         data = _located(source).data
     error = best_match(_validator().iter_errors(data))
