@@ -171,6 +171,7 @@ class _Source:
 
     origin: str
     text: str
+    user: bool = False  # a --arch-file: parsed with positions at once (libyaml's fast path pays off for the built-ins)
 
 
 @dataclass
@@ -211,10 +212,13 @@ def _builtin_sources() -> tuple[_Source, ...]:
 
 
 def _read_source(path: str) -> _Source:
-    try:
-        return _Source(path, Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"cannot read architecture profile: {exc}", path=path) from None
+    """A user profile file (read within the YAML size bound); marked ``user`` so that it is parsed by
+    :func:`kernelrules.yamlio.load_text`, with its alias and depth bounds, never by libyaml's fast path,
+    which would expand an alias bomb for the schema check to walk."""
+    from .inputfile import read_input_text
+
+    text = read_input_text(path, yamlio.MAX_BYTES, error=ProfileError, missing="architecture profile file not found")
+    return _Source(path, text, user=True)
 
 
 def _register(registry: _Registry, source: _Source, data: dict[str, Any]) -> None:
@@ -309,8 +313,8 @@ def _parsed(source: _Source) -> dict[str, Any]:
     are computed only when something is wrong and an error must name a line.
     """
     try:
-        data = yaml.load(source.text, Loader=_FastLoader)
-    except (yaml.YAMLError, _DuplicateKey):
+        data = _located(source).data if source.user else yaml.load(source.text, Loader=_FastLoader)
+    except (yaml.YAMLError, _DuplicateKey, ValueError):  # ValueError: an integer of thousands of digits
         data = _located(source).data
     error = best_match(_validator().iter_errors(data))
     if error is not None:

@@ -36,3 +36,15 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bo
         except OSError:
             pass
         raise
+
+
+def write_output(path: str | os.PathLike[str], text: str) -> None:
+    """:func:`write_text_atomic` for a file the user asked for (``spec -o``, ``report -o``, a pinned
+    table): a folder that does not exist, a directory in the way or a full disk is one
+    :class:`~kernelrules.errors.KernelrulesError` naming the file, not an internal error."""
+    from .errors import KernelrulesError
+
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:
+        raise KernelrulesError(f"cannot write the file: {exc.strerror or exc}", path=str(path)) from None

@@ -18,7 +18,7 @@ from typing import List, Optional
 import typer
 
 from . import __version__
-from .atomicio import write_text_atomic
+from .atomicio import write_output
 from .cli_pin import register as _register_pin
 from .cli_tune import register as _register_tuning
 from .errors import EXIT_USAGE, KernelrulesError, mask_credentials, shorten
@@ -199,6 +199,7 @@ def check_config(
 
     target = load_arch(arch, extra_files=tuple(arch_file or ()))
     config = KernelConfig.parse_assignments(assignments)
+    _check_dtypes(dtype or ())
     kernel = {"dtypes": list(dtype)} if dtype else None
     facts = None
     if kernel_file or space_file:
@@ -224,6 +225,17 @@ def check_config(
             guessed = ", ".join(f"{k}={v}" for k, v in checked.guessed.items())
             typer.echo(f"  judged with guessed constexpr values {guessed}; give them on the command line")
     raise typer.Exit(1 if verdict.rejected else 0)
+
+
+def _check_dtypes(dtypes) -> None:
+    """Every ``--dtype`` is a dtype the rules know (``fp99`` was judged as if it were none)."""
+    from .perf_general import DTYPE_BYTES
+    from .signatures import _DTYPES
+
+    known = set(_DTYPES.split("|")) | set(DTYPE_BYTES)
+    for name in dtypes:
+        if name not in known:
+            raise KernelrulesError(f"unknown dtype {name!r} for --dtype", hint=f"known: {', '.join(sorted(known))}")
 
 
 #: Facts check-config shows for AMD targets besides prune's.
@@ -279,6 +291,8 @@ def prune_command(
     loaded = load_space(space)
     loaded.require_configs()
     archs = [load_arch(name.strip(), ) for name in arch.split(",") if name.strip()]
+    if not archs:  # --arch "" or ",": nothing would be judged, and exit 0 would say all is well
+        raise KernelrulesError(f"no target architecture in --arch {arch!r}", hint="e.g. --arch ada,hopper")
     cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
     with _progress(output is OutputFormat.text and not quiet) as progress:
         try:
@@ -500,9 +514,12 @@ def spec_command(
     if not path.is_file():
         raise KernelrulesError("no such file", path=str(path))
     found = discover([path])
-    if found.problems:
-        problem = found.problems[0]
-        raise KernelrulesError(problem.message, path=str(problem.path), line=problem.line)
+    for problem in found.problems:
+        if problem.kind in ("unreadable-file", "syntax-error"):
+            raise KernelrulesError(problem.message, path=str(problem.path), line=problem.line)
+        # An autotune list or key kernelrules will not evaluate (a recursive call, a value too large)
+        # says nothing about the launch signature: the skeleton is still written.
+        typer.echo(f"kernelrules: warning: {problem.path}:{problem.line}: {shorten(problem.message, 300)}", err=True)
     if not found.kernels:
         raise KernelrulesError("no @triton.jit kernels found", path=str(path))
     signatures = {k.name: infer_signature(k, use_sidecar=False) for k in found.kernels}
@@ -513,7 +530,7 @@ def spec_command(
     target = output or sidecar_path(path)
     if target.exists() and not force:
         raise KernelrulesError("spec file exists; not overwriting", path=str(target), hint="use --force or -o")
-    write_text_atomic(target, text)
+    write_output(target, text)
     typer.echo(f"wrote {target} ({len(found.kernels)} kernels)")
 
 

@@ -32,8 +32,10 @@ def merge_command(
     """Combine tables of one kernel; for one launch in several, keep the faster (same GPU, same source), else the newer."""
     from .pinned import load_table, merge
 
-    resolved = {p.resolve() for p in inputs}
-    if output.exists() and output.resolve() not in resolved and not force:
+    import os
+
+    resolved = {os.path.realpath(p) for p in inputs}  # realpath: a symlink loop is the loader's to report
+    if output.exists() and os.path.realpath(output) not in resolved and not force:
         raise KernelrulesError("output table exists and is not an input; not overwriting", path=str(output),
                                hint="list it among the inputs to merge into it, or use --force")
     result = merge([load_table(p) for p in inputs])

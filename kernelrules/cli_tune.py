@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import typer
 
-from .atomicio import write_text_atomic
+from .atomicio import write_output
 from .errors import KernelrulesError
 
 
@@ -79,7 +79,7 @@ def tune_command(
     gpu_list = [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None
     if gpus is not None and not gpu_list:
         raise KernelrulesError(f"cannot read --gpus {gpus!r}", hint="e.g. --gpus 0,1")
-    if not space.is_file():
+    if not space.exists() and not space.is_symlink():  # a directory or a FIFO: load_space says what it is
         raise KernelrulesError("no such space file", path=str(space))
 
     def on_record(record: dict) -> None:
@@ -147,7 +147,7 @@ def space_command(
     else:
         if output.exists() and not force:
             raise KernelrulesError("space file exists; not overwriting", path=str(output), hint="use --force or -o")
-        write_text_atomic(output, generated.text)
+        write_output(output, generated.text)
         typer.echo(f"wrote {output} ({generated.kernel}, {generated.kernel_type})")
     if generated.todo:
         raise KernelrulesError(f"{', '.join(generated.todo)} could not be inferred and {'is' if len(generated.todo) == 1 else 'are'} "

@@ -444,6 +444,8 @@ def read_module(path: Path, *, needs: str | None = None) -> ParsedModule | Probl
         return Problem(path, exc.lineno, exc.offset, f"syntax error: {exc.msg}", "syntax-error")
     except (ValueError, RecursionError) as exc:  # null bytes, absurd nesting
         return Problem(path, None, None, f"cannot parse file: {exc}", "syntax-error")
+    except MemoryError:  # CPython's parser reports a stack overflow (200,000 nested unary minus) so
+        return Problem(path, None, None, "cannot parse file: nested too deeply for Python's parser", "syntax-error")
 
 
 # --------------------------------------------------------------------------- kernels

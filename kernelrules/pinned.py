@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .atomicio import write_text_atomic
+from .atomicio import write_output
 from .errors import KernelrulesError
 
 FORMAT = "kernelrules-pinned"
@@ -174,7 +174,7 @@ class PinnedTable:
 
     def save(self, path: str | Path) -> None:
         """Write the table atomically (entries sorted by architecture, key and dtypes)."""
-        write_text_atomic(path, json.dumps(self.to_json(), indent=2) + "\n")
+        write_output(path, json.dumps(self.to_json(), indent=2) + "\n")
 
 
 @lru_cache(maxsize=1)
@@ -204,21 +204,18 @@ def _entry_lines(text: str) -> list[int]:
         i = end
 
 
+#: Largest pinned table read (a table of thousands of entries is a few hundred kB).
+MAX_TABLE_BYTES = 8 * 1024 * 1024
+
+
 def load_table(path: str | Path) -> PinnedTable:
     """Read and check a table; every problem is one KernelrulesError naming the file, the line
     of the entry where there is one, and the JSON path (``entries.2.config.num_warps``)."""
+    from .inputfile import loads_json, read_input_text
+
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KernelrulesError("no such pinned table", path=shown) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KernelrulesError(f"cannot read the pinned table: {exc}", path=shown) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise KernelrulesError(f"not valid JSON: {exc.msg}", path=shown, line=exc.lineno, column=exc.colno) from None
-    return table_from_json(data, shown, _entry_lines(text))
+    text = read_input_text(path, MAX_TABLE_BYTES, missing="no such pinned table")
+    return table_from_json(loads_json(text, shown=shown, label="not valid JSON"), shown, _entry_lines(text))
 
 
 def table_from_json(data: Any, shown: str = "<table>", lines: Sequence[int] = ()) -> PinnedTable:

@@ -227,10 +227,28 @@ def find_pyproject(start: str | Path) -> Path | None:
 
 def _load_toml(path: Path) -> dict[str, Any]:
     """Parse one TOML file, turning a syntax error into a :class:`KernelrulesError`."""
+    return _parse_toml(_read_toml(path), path)
+
+
+#: Largest pyproject.toml read (a project's is a few kB).
+MAX_TOML_BYTES = 8 * 1024 * 1024
+
+
+def _read_toml(path: Path) -> str:
+    from .inputfile import read_input_text
+
+    return read_input_text(path, MAX_TOML_BYTES)
+
+
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """``text`` parsed as TOML; a syntax error, an integer of thousands of digits (ValueError) or
+    nesting too deep for the parser (RecursionError) is one :class:`KernelrulesError`."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+        return tomllib.loads(text)
+    except ValueError as exc:  # TOMLDecodeError is one
         raise KernelrulesError(f"invalid TOML: {exc}", path=str(path)) from None
+    except RecursionError:
+        raise KernelrulesError("invalid TOML: nested too deeply", path=str(path)) from None
 
 
 def parse_table(table: Mapping[str, Any], path: Path, text: str = "") -> Settings:
@@ -259,5 +277,5 @@ def load_settings(paths: Sequence[str | Path] = ()) -> Settings:
     pyproject = find_pyproject(paths[0] if paths else Path.cwd())
     if pyproject is None:
         return Settings()
-    text = pyproject.read_text(encoding="utf-8")
-    return parse_table(tomllib.loads(text)["tool"]["kernelrules"], pyproject, text)
+    text = _read_toml(pyproject)
+    return parse_table(_parse_toml(text, pyproject)["tool"]["kernelrules"], pyproject, text)

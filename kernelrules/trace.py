@@ -125,6 +125,7 @@ def run_trace(command: list[str], output: Path, env: Mapping[str, str] | None = 
             completed = subprocess.run(list(command), env=child_environment(os.environ if env is None else env,
                                                                             directory, output))
         except OSError as exc:
+            output.unlink(missing_ok=True)  # a header and no run is not a trace: leave no file behind
             raise TraceError(f"cannot run {command[0]!r}: {exc.strerror or exc}") from exc
     compact_trace(output)
     return completed.returncode
@@ -182,25 +183,23 @@ def parse_record(data: Any, path: Path, line_number: int) -> TracedLaunch:
                         mode=str(data.get("mode", "jit")))
 
 
+#: Largest trace read (launches are recorded once each: a large test suite's trace is a few MB).
+MAX_TRACE_BYTES = 64 * 1024 * 1024
+
+
 def load_trace(path: str | os.PathLike[str]) -> dict[tuple[str, str], list[TracedLaunch]]:
     """Read a trace file: ``(path, kernel)`` -> its distinct launches, in recorded order."""
+    from .inputfile import loads_json, read_input_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(f"cannot read trace file: {getattr(exc, 'strerror', None) or exc}", path=str(path)) from exc
+    text = read_input_text(path, MAX_TRACE_BYTES, error=TraceError, missing="cannot read trace file: no such file")
     result: dict[tuple[str, str], list[TracedLaunch]] = {}
     seen: set[str] = set()
     header_seen = False
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"invalid JSON: {exc.msg}", path=str(path), line=number, column=exc.colno) from exc
-        except RecursionError:
-            raise TraceError("JSON nested too deeply", path=str(path), line=number) from None
+        data = loads_json(raw, shown=str(path), line=number, error=TraceError)
         if not header_seen:
             _check_header(path, number, data)
             header_seen = True

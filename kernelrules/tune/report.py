@@ -19,7 +19,7 @@ import io
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..atomicio import write_text_atomic
+from ..atomicio import write_output
 from ..errors import KernelrulesError
 from . import records as rec
 from .feedback import FAILURES, TIMED
@@ -30,21 +30,37 @@ _COLORS = {"better": "#1a7f37", "slower": "#4c8eda", "rejected": "#999999", "lea
            "wrong_result": "#d1242f", "duplicate": "#dddddd"}
 
 
+def _check_sqlite_file(path: Path) -> None:
+    """Refuse, before SQLite opens it (and would write to it), anything but an SQLite database file:
+    a text file, an empty file, a directory, a FIFO."""
+    if not path.exists():
+        raise KernelrulesError("no such study file", path=str(path), hint="an SQLite file written by kernelrules tune")
+    if not path.is_file():
+        raise KernelrulesError("not a study file (a directory, FIFO or device)", path=str(path))
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(16)
+    except OSError as exc:
+        raise KernelrulesError(f"cannot read the study file: {exc.strerror or exc}", path=str(path)) from None
+    if header != b"SQLite format 3\x00":
+        raise KernelrulesError("not an SQLite database" + (" (the file is empty)" if not header else ""),
+                               path=str(path), hint="an SQLite file written by kernelrules tune")
+
+
 def open_study(storage: str, study_name: str | None) -> Any:
     """Load a study from a storage URL or an SQLite file; pick the only study when no name is given."""
     from .study import open_storage, optuna
 
+    shown = storage
     if "://" not in storage:
-        path = Path(storage)
-        if not path.is_file():
-            raise KernelrulesError("no such study file", path=storage, hint="an SQLite file written by kernelrules tune")
-        storage = f"sqlite:///{path.resolve()}"
+        _check_sqlite_file(Path(storage))
+        storage = f"sqlite:///{Path(storage).resolve()}"
     backend = open_storage(storage)
     names = [s.study_name for s in optuna.get_all_study_summaries(backend, include_best_trial=False)]
     if study_name is None:
         if len(names) != 1:
             raise KernelrulesError(f"the storage holds {len(names)} studies; pick one with --study-name",
-                                   hint=", ".join(names) if names else "it holds none")
+                                   path=display_url(shown), hint=", ".join(names) if names else "it holds none")
         study_name = names[0]
     elif study_name not in names:
         raise KernelrulesError(f"no study {study_name!r} in {display_url(storage)}",
@@ -239,5 +255,5 @@ def write_report(storage: str, study_name: str | None, output: str | Path) -> Pa
     """Write the HTML report of one study; returns its path."""
     study = open_study(storage, study_name)
     path = Path(output)
-    write_text_atomic(path, render(study))
+    write_output(path, render(study))
     return path

@@ -261,11 +261,11 @@ def open_storage(url: str) -> Any:
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///"):]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            _wal(path)
         kwargs = {"connect_args": {"timeout": 120}}
     try:
+        if url.startswith("sqlite:///") and path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _wal(path)  # inside the try: a damaged file ("file is not a database") is a usage error too
         return _retrying_init(lambda: AtomicRDBStorage(url, engine_kwargs=kwargs))
     except Exception as exc:  # noqa: BLE001 - a bad URL or an unreachable server is a usage error
         message = str(exc).replace(url, display_url(url))
