@@ -99,8 +99,6 @@ class TableLinter:
 
     def _judge(self, entries: list, constexprs: set[str]) -> None:
         """Judge each entry's config on its architecture, grouped by launch signature."""
-        from .arch import load_arch
-        from .prune import KernelTarget, Pruner
         from .signatures import infer_signature
 
         groups: dict[tuple, list] = defaultdict(list)
@@ -114,9 +112,22 @@ class TableLinter:
                 self.finding("LNT001", entry, f"{entry.describe()}: not judged: no launch signature for "
                                               f"{', '.join(signature.missing)}; write a spec ('kernelrules spec')")
                 continue
-            ident = (entry.arch, tuple(sorted(signature.spec.items(), key=str)))
-            specs[ident] = dict(signature.spec)
+            launch = {k: _representative(v) if k in runtime else v for k, v in signature.spec.items()}
+            ident = (entry.arch, tuple(sorted(launch.items(), key=str)))
+            specs[ident] = launch
             groups[ident].append(entry)
+        from .pool import CompilePool
+
+        pool = CompilePool(self.jobs, self.timeout)  # one pool for every signature: workers start once
+        try:
+            self._judge_groups(groups, specs, constexprs, pool)
+        finally:
+            pool.close()
+
+    def _judge_groups(self, groups: dict, specs: dict, constexprs: set[str], pool: Any) -> None:
+        from .arch import load_arch
+        from .prune import KernelTarget, Pruner
+
         for ident, group in groups.items():
             arch = load_arch(ident[0])
             spec = specs[ident]
@@ -125,7 +136,7 @@ class TableLinter:
                                   {"name": self.kernel.name, "dtypes": dtypes}, src=tuple(self.src))
             configs = [KernelConfig.from_dict({**{k: v for k, v in e.key.items() if k in constexprs}, **e.config})
                        for e in group]
-            pruner = Pruner(target, jobs=self.jobs, timeout=self.timeout)
+            pruner = Pruner(target, jobs=self.jobs, timeout=self.timeout, pool=pool)
             try:
                 records, _model = pruner.judge_arch(configs, arch, self.stage == "compiled", {})
             finally:
@@ -138,6 +149,19 @@ class TableLinter:
                     self.finding("LNT009", entry, f"{entry.describe()}: the rules reject {entry.config_text()} on "
                                                   f"{arch.name}: {reasons}",
                                  fix=None if repair is None else f"nearest passing config: {repair}")
+
+
+def _representative(value: Any) -> Any:
+    """An integer launch argument as Triton's JIT specialises it: 1, divisible by 16 or not, 32 or 64 bits.
+
+    Entries whose sizes differ only within a class compile the same kernel, so they are judged together:
+    a table of thousands of shapes costs a few compiles, not thousands."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return value
+    if value == 1:
+        return 1
+    wide = not -2**31 <= value < 2**31
+    return (2**32 if wide else 16) + (0 if value % 16 == 0 else 1)
 
 
 def lint_tables(tables: Sequence[PinnedTable], kernels: Sequence[Any], **options: Any) -> list[Finding]:
