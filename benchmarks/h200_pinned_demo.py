@@ -156,8 +156,10 @@ def main() -> int:
     result = {"tune": tuned, "table": str(table)}
     if tuned["rc"] == 0 and table.is_file():
         result.update(launch_in_fresh_process(args, table))
-    (out / "pinned_demo.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    # recorded results hold no path of the machine: the repository root and the output folder are named
+    text = json.dumps(result, indent=2).replace(str(REPO) + "/", "").replace(str(out.resolve()) + "/", "OUT/")
+    (out / "pinned_demo.json").write_text(text.replace(str(out) + "/", "OUT/") + "\n")
+    print(text)
     ok = result.get("benchmark_calls") == 0 and result.get("source") == "pinned" and result.get("agrees_with_table")
     return 0 if ok else 1
 

@@ -692,7 +692,8 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> DiscoveryResult:
     for path in iter_python_files(paths):
         # A file that never says "triton" imports no triton and defines no jit function: not parsed
         # (often most files of a package), so its syntax errors are not reported either.
-        parsed = cached_module(path, needs="triton")  # parsed once: lint reads the same module again
+        # Parsed here with the path as given (what its messages name); lint's reads go through cached_module.
+        parsed = read_module(path, needs="triton")
         if parsed is None:
             continue
         if isinstance(parsed, Problem):
