@@ -27,6 +27,7 @@ multiple of 16 when the argument has ``tt.divisibility`` 16, moved off a multipl
 from __future__ import annotations
 
 import ast
+import re
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,6 +317,12 @@ def _read(path: Path) -> str:
         raise InductorOutputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=str(path)) from exc
 
 
+#: A necessary condition for an Inductor kernel in a file: a heuristics decorator's call, as text (also inside
+#: the sources ``output_code.py`` embeds), so other files are not parsed again just to find none.
+_MAY_HAVE_HEURISTICS = re.compile(r"@\s*(?:triton_heuristics\s*\.\s*)?(?:" + "|".join(map(re.escape, HEURISTICS))
+                                  + r")\s*\(")
+
+
 def inductor_kernels(path: str | os.PathLike[str]) -> dict[str, InductorKernelInfo]:
     """Every Inductor kernel of a file (kernel file or ``output_code.py``), by name."""
     path = Path(path)
@@ -329,6 +336,11 @@ def inductor_kernels(path: str | os.PathLike[str]) -> dict[str, InductorKernelIn
 
 def inductor_kernel_info(path: str | os.PathLike[str], kernel_name: str) -> InductorKernelInfo | None:
     """The metadata of ``kernel_name`` in ``path``; None when no Inductor kernel has that name."""
+    try:
+        if not _MAY_HAVE_HEURISTICS.search(_read(Path(path))):  # no `@pointwise(` etc., embedded sources included
+            return None
+    except InductorOutputError:
+        pass  # inductor_kernels says what is wrong with the file
     return inductor_kernels(path).get(kernel_name)
 
 

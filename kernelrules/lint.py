@@ -318,7 +318,10 @@ def _uses_dot(kernel: Any) -> bool:
     if not isinstance(module, ParsedModule):
         return True
     names = {kernel.name, *getattr(kernel, "helpers", ())}
-    functions = [n for n in ast.walk(module.tree) if isinstance(n, ast.FunctionDef) and n.name in names]
+    jit = getattr(module, "jit_functions", {})
+    functions = [jit[n] for n in names if n in jit and getattr(jit[n], "name", None) == n]  # no walk of the module
+    if len(functions) < len(names):
+        functions = [n for n in ast.walk(module.tree) if isinstance(n, ast.FunctionDef) and n.name in names]
     if len(functions) < len(names):
         return True  # a helper from another module: assume it may hold the dot
     return any(isinstance(node, ast.Attribute) and node.attr in ("dot", "dot_scaled")

@@ -174,10 +174,29 @@ def find_call_sites(kernel: DiscoveredKernel, paths: Iterable[str | os.PathLike[
         module = cached_module(path)
         if not isinstance(module, ParsedModule):
             continue
-        for node in ast.walk(module.tree):
-            if isinstance(node, ast.Call) and _launched_name(node) == kernel.name:
-                sites.append(CallSite(path, node.lineno, node.col_offset, _call_literals(kernel, node)))
+        for node in _launches(module).get(kernel.name, ()):
+            sites.append(CallSite(path, node.lineno, node.col_offset, _call_literals(kernel, node)))
     return sorted(sites, key=lambda s: (str(s.path), s.line, s.column))
+
+
+#: The last modules' launches by kernel name (one walk of a module, however many kernels ask).
+_LAUNCHES: dict[int, tuple[ParsedModule, dict[str, list[ast.Call]]]] = {}
+
+
+def _launches(module: ParsedModule) -> dict[str, list[ast.Call]]:
+    """Every ``name[grid](...)`` (or other launch form) call of ``module``, by the launched name."""
+    cached = _LAUNCHES.get(id(module))
+    if cached is None or cached[0] is not module:
+        found: dict[str, list[ast.Call]] = {}
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Call):
+                name = _launched_name(node)
+                if name is not None:
+                    found.setdefault(name, []).append(node)
+        if len(_LAUNCHES) >= 64:
+            _LAUNCHES.clear()
+        cached = _LAUNCHES[id(module)] = (module, found)
+    return cached[1]
 
 
 def _call_literals(kernel: DiscoveredKernel, call: ast.Call) -> dict[str, Any]:
