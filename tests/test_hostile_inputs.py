@@ -14,14 +14,9 @@ import pytest
 from kernelrules.errors import KernelrulesError
 from kernelrules.yamlio import MAX_BYTES, MAX_DEPTH, load_text
 
+from hostile.cases_yaml import alias_bomb  # 9**9 scalars if expanded (once grew past 1.7 GB)
 
-def alias_bomb() -> str:
-    """Nine levels of nine-fold aliases: 9**9 scalars if expanded (once grew past 1.7 GB)."""
-    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
-    for i in range(8):
-        prev, name = chr(97 + i), chr(98 + i)
-        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
-    return "\n".join(lines) + "\n"
+
 
 
 def test_yaml_aliases_are_refused_with_their_line():

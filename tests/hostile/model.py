@@ -56,8 +56,7 @@ class Case:
     ``expect`` is :data:`REFUSED`, :data:`USAGE` or :data:`JUDGED`; ``message`` must appear in
     the error line (refused, usage) or in stderr+stdout (judged); ``finding`` is a code that
     must be in the JSON report of a judged run; ``exits`` narrows the accepted exit codes of a
-    judged run; ``writes`` are the only new files a judged run may leave (a refused run leaves none);
-    ``known_issue`` says why a case is expected to fail until kernelrules is fixed.
+    judged run; ``writes`` are the only new files a judged run may leave (a refused run leaves none).
     """
 
     name: str
@@ -70,7 +69,6 @@ class Case:
     writes: tuple[str, ...] = ()
     group: str = ""
     slow: bool = False      # kept out of the CI run (pytest -m slow runs it)
-    known_issue: str = ""   # a known kernelrules problem: the case is an expected (strict) failure
 
     def materialize(self, directory: Path) -> None:
         """Write the case's files under ``directory`` (specials last: a symlink may name a file)."""
