@@ -67,9 +67,7 @@ def target_from_file(spec: str, config: KernelConfig, spec_file: str | None = No
             hint=f"write a spec with 'kernelrules spec {path}' or record one with 'kernelrules trace'")
     fixed, provenance = _constexpr_values(kernel, explicit, config, _call_literals(kernel))
     guessed = {k: fixed[k] for k, how in provenance.items() if how == "default"}
-    dtypes = sorted({v[1:] for v in signature.spec.values() if isinstance(v, str) and v.startswith("*")})
-    target = KernelTarget(Path(kernel.path), kernel.name, signature.spec, {"name": kernel.name, "dtypes": dtypes},
-                          frozenset(fixed))
+    target = KernelTarget.for_signature(kernel.path, kernel.name, signature.spec, fixed)
     return target, config.replace(fixed), guessed
 
 
@@ -78,8 +76,7 @@ def target_from_space(path: str, config: KernelConfig) -> tuple[KernelTarget, Ke
     from .space import load_space
 
     space = load_space(path)
-    target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
-                          frozenset(space.fixed))
+    target = KernelTarget.from_space(space)
     return target, config.replace({k: v for k, v in space.fixed.items() if k not in config.to_dict()})
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .config import AMD_OPTIONS, KernelConfig
@@ -215,10 +214,7 @@ class KernelJudge:
         self.heuristics = {k: v for k, v in heuristics_of(kernel).items() if k not in self.fixed}
         self.heuristic_args = dict(heuristic_args if heuristic_args is not None else signature)
         self.compile = compile
-        name = self.fn.fn.__name__
-        dtypes = sorted({v[1:] for v in signature.values() if isinstance(v, str) and v.startswith("*")})
-        self.target = KernelTarget(Path(inspect.getsourcefile(self.fn.fn)), name, dict(signature),
-                                   {"name": name, "dtypes": dtypes}, frozenset(self.fixed) | frozenset(self.heuristics))
+        self.target = KernelTarget.for_jit_function(self.fn, signature, frozenset(self.fixed) | frozenset(self.heuristics))
         self.pruner = Pruner(self.target, jobs=jobs, timeout=timeout, cache=cache or ResultCache(), pool=pool,
                              probe_results=probe_results)
         self.model: Any = None

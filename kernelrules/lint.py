@@ -588,8 +588,7 @@ class Linter:
 
     def _probe(self, kernel: Any, spec: Mapping[str, Any], config: KernelConfig, fixed: frozenset[str]) -> Any:
         """The compile result of one config on the first architecture (through the shared, cached pool)."""
-        target = KernelTarget(Path(kernel.path), kernel.name, spec, {"name": kernel.name}, fixed,
-                              src=tuple(self.options.src))
+        target = KernelTarget.for_signature(kernel.path, kernel.name, spec, fixed, src=self.options.src)
         job = target.job(config, self.archs[0], self.options.timeout)
         for _job, result in self.pool.run([job]):
             return result
@@ -693,9 +692,7 @@ class Linter:
                     fixed: frozenset[str]) -> tuple[Mapping[str, Any], list]:
         """Judge every config on every architecture with one signature: [(arch, records)]."""
         configs = [c for c, _, _ in sites]
-        dtypes = sorted({v[1:] for v in spec.values() if isinstance(v, str) and v.startswith("*")})
-        target = KernelTarget(Path(kernel.path), kernel.name, spec, {"name": kernel.name, "dtypes": dtypes}, fixed,
-                              src=tuple(self.options.src))
+        target = KernelTarget.for_signature(kernel.path, kernel.name, spec, fixed, src=self.options.src)
         pruner = Pruner(target, engine=self.engine, timeout=self.options.timeout, progress=self._compile_progress,
                         pool=self.pool)
         self._unjudged = []

@@ -31,7 +31,6 @@ import math
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .analyzers.occupancy import OccupancyLimits, occupancy
@@ -427,10 +426,7 @@ class TritonPerfModel:
         if key not in self._models:
             from .prune import KernelTarget, Pruner
 
-            name = fn.fn.__name__
-            dtypes = sorted({v[1:] for v in signature.values() if isinstance(v, str) and v.startswith("*")})
-            target = KernelTarget(Path(inspect.getsourcefile(fn.fn)), name, dict(signature),
-                                  {"name": name, "dtypes": dtypes})
+            target = KernelTarget.for_jit_function(fn, signature)
             tuned = {k for c in tuner_configs for k in getattr(c, "kwargs", {})}
             fixed = {k: v for k, v in constexprs.items() if k not in tuned}  # set by the launch, not the configs
             candidates = [config] + [KernelConfig.from_triton(c).replace(fixed) for c in tuner_configs]

@@ -131,9 +131,7 @@ class TableLinter:
         for ident, group in groups.items():
             arch = load_arch(ident[0])
             spec = specs[ident]
-            dtypes = sorted({v[1:] for v in spec.values() if isinstance(v, str) and v.startswith("*")})
-            target = KernelTarget(Path(self.kernel.path), self.kernel.name, spec,
-                                  {"name": self.kernel.name, "dtypes": dtypes}, src=tuple(self.src))
+            target = KernelTarget.for_signature(self.kernel.path, self.kernel.name, spec, src=self.src)
             configs = [KernelConfig.from_dict({**{k: v for k, v in e.key.items() if k in constexprs}, **e.config})
                        for e in group]
             pruner = Pruner(target, jobs=self.jobs, timeout=self.timeout, pool=pool)

@@ -71,8 +71,7 @@ class PropertySession:
         """The prune machinery of one space (its kernel and signature), on the shared pool."""
         key = space_key(space)
         if key not in self._pruners:
-            target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
-                                  frozenset(space.fixed))
+            target = KernelTarget.from_space(space)
             self._pruners[key] = Pruner(target, pool=self.pool, timeout=self.timeout)
         return self._pruners[key]
 

@@ -26,6 +26,7 @@ from .compilejob import CompileJob, CompileResult
 from .config import KernelConfig
 from .engine import Engine, Verdict, default_engine
 from .facts import compiled_facts
+from .kernel_target import KernelTarget
 from .pool import CompilePool
 from .register_model import distinct, fit as fit_registers, read_live_tensors, register_probes
 from .resource_model import (ModelError, ResourceModel, choose_probes, learn, probe_from_facts, read_probe,
@@ -82,29 +83,6 @@ class PruneResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"results": [r.to_json() for r in self.records], "models": self.models, "notes": self.notes}
-
-
-@dataclass
-class KernelTarget:
-    """What a compile needs besides the config: the kernel file and name, signature, fixed values."""
-
-    path: Path
-    name: str
-    signature: Mapping[str, Any]
-    kernel_info: Mapping[str, Any]
-    fixed: frozenset[str] = frozenset()  # constexprs the problem fixes: repairs leave them alone
-    src: tuple[str, ...] = ()  # extra search roots for helpers imported from the package (--src)
-
-    def job(self, config: KernelConfig, arch: Any, timeout: float | None) -> CompileJob:
-        """The compile job of one config on one architecture."""
-        options = {k: getattr(config, k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")
-                   if getattr(config, k) is not None}
-        target = getattr(arch, "triton_target", None) or ("cuda", arch.sm, arch.flat().get("warp_size", 32))
-        if target[0] == "hip":  # waves_per_eu, matrix_instr_nonkdim, kpack: real HIP backend options
-            options.update(config.backend_options)
-        return CompileJob(path=str(Path(self.path).resolve()), kernel=self.name, signature=dict(self.signature),
-                          constexprs=dict(config.constexprs), options=options, target=tuple(target), timeout=timeout,
-                          analyze=True, src=tuple(self.src))
 
 
 class Pruner:
@@ -346,8 +324,7 @@ def prune_space(space: Space, archs: Sequence[Any], *, compile: bool = False, jo
                 timeout: float = 30.0, cache: ResultCache | None = None, engine: Engine | None = None,
                 progress: Progress | None = None) -> PruneResult:
     """Judge every config of a loaded space on each architecture."""
-    target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
-                          frozenset(space.fixed))
+    target = KernelTarget.from_space(space)
     configs = list(space.configs())
     check_target(target, configs, archs)
     pruner = Pruner(target, engine=engine, jobs=jobs, timeout=timeout, cache=cache, progress=progress)

@@ -29,6 +29,7 @@ import jsonschema
 
 from . import expr as exprlang
 from .config import KernelConfig
+from .kernel_target import pointer_dtypes
 from .errors import KernelrulesError
 from .yamlio import LocatedDocument, load_file
 
@@ -70,8 +71,7 @@ class Space:
 
     def kernel_info(self) -> dict[str, Any]:
         """What rules see as ``kernel.*``: the name and the pointer dtypes of the signature."""
-        dtypes = sorted({v[1:] for v in self.signature.values() if isinstance(v, str) and v.startswith("*")})
-        return {"name": self.kernel_name, "dtypes": dtypes}
+        return {"name": self.kernel_name, "dtypes": pointer_dtypes(self.signature)}
 
     def configs(self) -> Iterator[KernelConfig]:
         """Every point of the space that satisfies the constraints, as a KernelConfig."""

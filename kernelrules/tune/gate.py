@@ -60,8 +60,7 @@ class Gate:
                  timeout: float = 60.0, cache: ResultCache | None = None, triton_cache_dir: str | None = None) -> None:
         self.space, self.arch, self.stage = space, arch, stage
         self.problem = scalar_problem(space.problem)
-        self.target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
-                                   frozenset(space.fixed))
+        self.target = KernelTarget.from_space(space)
         self.pruner = Pruner(self.target, jobs=jobs, timeout=timeout, cache=cache if cache is not None else ResultCache())
         if triton_cache_dir:
             self.pruner.pool.triton_cache_dir = triton_cache_dir
