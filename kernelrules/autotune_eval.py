@@ -440,7 +440,7 @@ class ConfigEvaluator:
                 args, kwargs = self._arguments(node, env)
                 evaluator.steps = self.steps
                 try:
-                    value = evaluator._call_values(evaluator.scope.functions[there], args, kwargs, node)
+                    value = evaluator.call(evaluator.scope.functions[there], args, kwargs, node)
                 finally:
                     self.steps = evaluator.steps
                 return _relocate(value, node)
@@ -533,10 +533,11 @@ class ConfigEvaluator:
     def _call_function(self, func: ast.FunctionDef, node: ast.Call, env: dict) -> Any:
         """Interpret a module-level function's body with the call's arguments bound."""
         args, kwargs = self._arguments(node, env)
-        return self._call_values(func, args, kwargs, node)
+        return self.call(func, args, kwargs, node)
 
-    def _call_values(self, func: ast.FunctionDef, args: list, kwargs: dict, node: ast.AST) -> Any:
-        """Interpret ``func``'s body with evaluated arguments bound."""
+    def call(self, func: ast.FunctionDef, args: list, kwargs: dict, node: ast.AST) -> Any:
+        """Interpret ``func``'s body with evaluated arguments bound (lint runs a kernel's
+        ``early_config_prune`` on its configs this way); ``node`` locates errors."""
         if func.name in self._resolving:
             raise Unsupported(f"recursive call of {func.name}()", node)
         local = self._bind_parameters(func, args, kwargs, node)

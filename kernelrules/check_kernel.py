@@ -44,8 +44,8 @@ def _split_kernel(spec: str) -> tuple[str, str | None]:
 def target_from_file(spec: str, config: KernelConfig, spec_file: str | None = None) -> tuple[KernelTarget, KernelConfig, dict]:
     """The kernel target of ``FILE[:NAME]`` and the config completed with its missing constexprs."""
     from .discover import discover
-    from .lint import LintOptions, _call_literals, _constexpr_values, _explicit_spec
-    from .signatures import infer_signature
+    from .kernelspec import resolve
+    from .signatures import load_spec_file
 
     path, name = _split_kernel(spec)
     if not Path(path).is_file():
@@ -57,18 +57,13 @@ def target_from_file(spec: str, config: KernelConfig, spec_file: str | None = No
         names = ", ".join(k.name for k in kernels)
         raise KernelSourceError(f"{path} has several kernels ({names})", hint=f"name one: --kernel {path}:NAME")
     kernel = kernels[0]
-    explicit, _source = _explicit_spec(kernel, LintOptions(spec_file=spec_file))
-    constexpr_names = {p.name for p in kernel.params if p.constexpr}
-    runtime = {k: v for k, v in (explicit or {}).items() if k not in constexpr_names}
-    signature = infer_signature(kernel, spec=runtime or None, use_sidecar=False)
-    if not signature.complete:
+    loaded = load_spec_file(spec_file) if spec_file else None
+    resolved = resolve(kernel, spec=loaded, sites=[(config, None, None)], at_launch=False)
+    if not resolved.signature.complete:
         raise KernelrulesError(
-            f"cannot judge {kernel.name}: no launch signature for {', '.join(signature.missing)}",
+            f"cannot judge {kernel.name}: no launch signature for {', '.join(resolved.signature.missing)}",
             hint=f"write a spec with 'kernelrules spec {path}' or record one with 'kernelrules trace'")
-    fixed, provenance = _constexpr_values(kernel, explicit, config, _call_literals(kernel))
-    guessed = {k: fixed[k] for k, how in provenance.items() if how == "default"}
-    target = KernelTarget.for_signature(kernel.path, kernel.name, signature.spec, fixed)
-    return target, config.replace(fixed), guessed
+    return resolved.target(kernel), resolved.sites[0][0], dict(resolved.guessed)
 
 
 def target_from_space(path: str, config: KernelConfig) -> tuple[KernelTarget, KernelConfig]:

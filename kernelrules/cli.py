@@ -416,34 +416,28 @@ def lint_command(
     _check_selectors(settings)
     if not settings.arch:
         raise KernelrulesError("no target architecture", hint="pass --arch ada,hopper or set arch in [tool.kernelrules]")
+    loaded_trace = loaded_spec = None
     if trace is not None:  # a broken spec or trace is a usage error for the whole run (exit 2)
         from .trace import load_trace
 
         if not trace.is_file():
             raise KernelrulesError("no such trace file", path=str(trace))
-        load_trace(trace)
+        loaded_trace = load_trace(trace)
     if spec is not None:
         from .signatures import load_spec_file
 
-        load_spec_file(spec)
+        loaded_spec = load_spec_file(spec)
     tables = []
     if pinned:  # a table that does not load is a usage error, before any linting
         from .pinned import load_table
 
         tables = [load_table(p) for p in pinned]
-    options = LintOptions(archs=settings.arch, stage=settings.stage, spec_file=str(spec) if spec else None,
-                          trace_file=str(trace) if trace else None, import_modules=import_modules,
-                          jobs=settings.jobs, timeout=settings.compile_timeout, cache_dir=settings.cache_dir,
+    options = LintOptions(archs=settings.arch, stage=settings.stage, spec=loaded_spec, trace=loaded_trace,
+                          import_modules=import_modules, jobs=settings.jobs, timeout=settings.compile_timeout,
+                          cache_dir=settings.cache_dir, selection=settings.rule_selection(), pinned=tables,
                           src=tuple(settings.src))
     with _progress(output is LintFormat.text and not quiet) as progress:
         report = Linter(options, progress=progress).run(paths)
-    if tables:
-        from .discover import discover
-        from .pinned_lint import lint_tables
-
-        report.findings.extend(lint_tables(tables, discover(paths).kernels, stage=settings.stage,
-                                           timeout=settings.compile_timeout, jobs=settings.jobs, src=settings.src))
-    _filter_and_suppress(report, settings)
     if not report.kernels and not report.findings:
         typer.echo(f"kernelrules: no @triton.jit kernels found in {', '.join(map(str, paths))}", err=True)
     if output is LintFormat.json:
@@ -463,26 +457,6 @@ def _check_selectors(settings) -> None:
     from .ruleset import load_rules
 
     settings.check_selectors([r.code for r in load_rules().rules] + list(LINT_CODES))
-
-
-def _filter_and_suppress(report, settings) -> None:
-    """Drop findings the settings do not select, then mark the ones a comment suppresses."""
-    from .pysource import read_python
-    from .suppress import KernelAnchors, apply_suppressions
-
-    report.findings = [f for f in report.findings if settings.is_enabled(f.code, f.path)]
-    sources, anchors = {}, {}
-    for finding in report.findings:
-        if finding.path not in sources:
-            try:
-                sources[finding.path] = read_python(finding.path)
-            except OSError:
-                sources[finding.path] = ""
-    for kernel in report.kernels:
-        anchor = anchors.setdefault((kernel.path, kernel.name), KernelAnchors(def_lines=list(kernel.anchor_lines)))
-        for config, line in kernel.config_lines:
-            anchor.add_config(config, line)
-    report.findings, report.unused_suppressions = apply_suppressions(report.findings, sources, anchors)
 
 
 @app.command("trace", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -18,7 +18,6 @@ The pipeline, for each file and kernel, never running the user's module:
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,33 +25,41 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .arch import load_arch
 from .cache import ResultCache
-from .config import LAUNCH_OPTIONS, KernelConfig
+from .config import KernelConfig
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
 from .findings import Finding, KernelReport, LintReport, lint_finding
 from .guess_search import guessed_fp16_pointers, pointer_variants
 from .judgement_cache import JudgementCache, judgement_key
+from .kernelspec import ResolvedKernel, kernel_function, resolve, uses_dot
 from .prune import KernelTarget, Pruner
 from .pysource import read_python
+from .ruleset import RuleSelection
+from .suppress import suppress_report
 
 Progress = Callable[[str, int, int], None]
 
 
 @dataclass
 class LintOptions:
-    """What the command line and ``[tool.kernelrules]`` decide."""
+    """What the command line and ``[tool.kernelrules]`` decide, with the input files already loaded.
+
+    ``spec`` is a loaded spec file (:func:`kernelrules.signatures.load_spec_file`), ``trace`` a loaded
+    launch trace (:func:`kernelrules.trace.load_trace`), ``pinned`` loaded pinned tables
+    (:func:`kernelrules.pinned.load_table`) checked against their kernels; ``selection`` decides
+    which findings the report keeps (:meth:`kernelrules.settings.Settings.rule_selection`).
+    """
 
     archs: Sequence[str] = ("sm_89",)
     stage: str = "compiled"
-    spec_file: str | None = None
+    spec: Mapping[str, Mapping[str, Any]] | None = None
     jobs: int | None = None
     timeout: float = 30.0
     cache_dir: str | None = None
-    trace_file: str | None = None
+    trace: Mapping[tuple[str, str], list] | None = None
     import_modules: bool = False
-    select: Sequence[str] = ()
-    ignore: Sequence[str] = ()
-    per_file_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    selection: RuleSelection = field(default_factory=RuleSelection)
+    pinned: Sequence[Any] = ()
     #: Directories holding packages kernels import jit helpers from (``--src``), read, never imported.
     src: Sequence[str] = ()
 
@@ -73,259 +80,6 @@ def _source_line(sources: dict[str, list[str]], path: Path, line: int | None) ->
             sources[key] = []
     lines = sources[key]
     return lines[line - 1] if line and 0 < line <= len(lines) else None
-
-
-def _configs_of(kernel: Any) -> list[tuple[KernelConfig, int | None, int | None]]:
-    """The kernel's configs with the line and column of the ``triton.Config`` that made each."""
-    autotune = getattr(kernel, "autotune", None)
-    if autotune is None or not autotune.configs:
-        return [(KernelConfig(), None, None)]
-    return [(site.config, site.line, site.column + 1) for site in autotune.configs]  # ast columns are 0-based
-
-
-def _explicit_spec(kernel: Any, options: LintOptions) -> tuple[Mapping[str, Any] | None, str]:
-    """The kernel's signature from the strongest explicit source, and that source's name.
-
-    ``--spec`` first, then the module's sidecar ``<module>.kernelrules.yaml``, then a
-    launch trace (``--trace``), then Inductor's ``triton_meta`` in the file itself.
-    """
-    from .signatures import spec_for
-
-    if options.spec_file:
-        found = spec_for(kernel, options.spec_file)
-        if found is not None:
-            return found, "spec"
-    found = spec_for(kernel)
-    if found is not None:
-        return found, "spec"
-    if options.trace_file:
-        from .trace import launches_for, load_trace, trace_signature
-
-        trace = load_trace(options.trace_file)
-        launches = launches_for(trace, kernel.path, kernel.name)
-        def_name = getattr(kernel, "def_name", None)
-        if not launches and def_name and def_name != kernel.name:  # `kernel = triton.jit(_impl)`: traced as _impl
-            launches = launches_for(trace, kernel.path, def_name)
-        if launches:
-            return trace_signature(launches[0]), "trace"
-    from .inductor import inductor_signature
-
-    found = inductor_signature(kernel.path, kernel.name)
-    if found:
-        return found, "inductor"
-    return None, "spec"
-
-
-def guess_constexpr(name: str, flag: bool = False) -> Any:
-    """A labelled guess for a constexpr nobody gave: flags False, dtypes tl.float32, block sizes 128, other ints 16.
-
-    The guesses only let the kernel be judged; findings on a guessed kernel carry the
-    signature provenance ``default`` in the JSON report, and a spec replaces them.
-    ``flag``: the kernel uses it as a condition (:mod:`kernelrules.constexpr_guess`).
-    """
-    from .constexpr_guess import guess
-
-    return guess(name, flag=flag)
-
-
-def _condition_names(kernel: Any) -> set[str]:
-    """Names the kernel's body uses as conditions (empty when its source cannot be read)."""
-    from .constexpr_guess import condition_names
-
-    func = _kernel_function(kernel)
-    return condition_names(func) if func is not None else set()
-
-
-def _string_names(kernel: Any) -> dict[str, str]:
-    """Names the kernel's body passes where ``tl`` wants a string, with the guess for each."""
-    from .constexpr_guess import string_names
-
-    func = _kernel_function(kernel)
-    return string_names(func) if func is not None else {}
-
-
-def _kernel_function(kernel: Any) -> Any:
-    """The kernel's ``ast.FunctionDef`` (None when its source cannot be read)."""
-    from .discover import ParsedModule, cached_module
-
-    module = cached_module(kernel.path)
-    return module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
-
-
-def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: KernelConfig,
-                      call_literals: Mapping[str, Any], source: str = "spec") -> tuple[dict[str, Any], dict[str, str]]:
-    """Constexpr values a config lacks: from the spec, then a launch literal, then a guess.
-
-    Returns the values and each one's provenance (``spec``, ``call-site`` or ``default``).
-    """
-    from .constexpr_guess import is_flag
-
-    values: dict[str, Any] = {}
-    provenance: dict[str, str] = {}
-    conditions = _condition_names(kernel)
-    strings = _string_names(kernel)
-    for param in kernel.params:
-        if not param.constexpr or param.name in config.constexprs or param.has_default:
-            continue
-        if param.name in LAUNCH_OPTIONS and not (spec and param.name in spec):
-            continue  # bound to the config's launch option at compile (compilejob.option_parameters)
-        if spec and param.name in spec:
-            values[param.name], provenance[param.name] = spec[param.name], source
-        elif param.name in call_literals:
-            values[param.name], provenance[param.name] = call_literals[param.name], "call-site"
-        elif param.name in strings:
-            values[param.name], provenance[param.name] = strings[param.name], "default"
-        else:
-            flag = is_flag(param.name, param.annotation, conditions)
-            values[param.name], provenance[param.name] = guess_constexpr(param.name, flag), "default"
-    return values, provenance
-
-
-def apply_heuristics(kernel: Any, config: KernelConfig, signature: Mapping[str, Any]) -> tuple[KernelConfig, list[str]]:
-    """Set the constexprs ``@triton.heuristics`` computes, where its lambda evaluates statically.
-
-    Each lambda gets ``args`` holding the signature's integer values and the config's
-    constexprs, as at launch, and runs in the same safe interpreter as autotune lists.
-    Returns the config with the values set and the names that could not be evaluated.
-    """
-    import ast
-
-    from .autotune_eval import ConfigEvaluator, Unsupported
-    from .discover import ParsedModule, cached_module
-
-    heuristics = getattr(kernel, "heuristics", None) or {}
-    if not heuristics:
-        return config, []
-    module = cached_module(kernel.path)
-    if not isinstance(module, ParsedModule):
-        return config, list(heuristics)
-    evaluator = ConfigEvaluator(module.scope())
-    args = {k: v for k, v in signature.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    args.update(config.constexprs)
-    values, failed = {}, []
-    for name, source in heuristics.items():
-        try:
-            node = ast.parse(source.strip(), mode="eval").body
-            if not isinstance(node, ast.Lambda) or len(node.args.args) != 1:
-                raise Unsupported("not a one-argument lambda")
-            values[name] = evaluator.eval(node.body, {node.args.args[0].arg: dict(args)})
-        except (Unsupported, SyntaxError, KeyError, TypeError, ValueError, ZeroDivisionError, RecursionError):
-            failed.append(name)
-    return config.replace(values), failed
-
-
-def apply_early_prune(kernel: Any, sites: list, signature: Mapping[str, Any]) -> tuple[list, str | None]:
-    """Keep only the configs the kernel's own ``early_config_prune`` keeps, when it is pure.
-
-    ``prune_configs_by={"early_config_prune": fn, ...}`` names a module-level function
-    ``fn(configs, named_args, **kwargs)``; it runs in the safe interpreter with the
-    configs and the signature's values. Returns the kept sites and a note for the report
-    (None when there is no pruner, the reason when it could not be applied).
-    """
-    import ast
-
-    from .autotune_eval import ConfigEvaluator, ConfigSite, Unsupported
-    from .discover import ParsedModule, cached_module
-
-    text = getattr(getattr(kernel, "autotune", None), "prune_configs_by", None)
-    if not text:
-        return sites, None
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-        prune = next(v for k, v in zip(node.keys, node.values)
-                     if isinstance(k, ast.Constant) and k.value == "early_config_prune")
-    except (SyntaxError, AttributeError, StopIteration):
-        return sites, f"prune_configs_by is reported, not applied: {text.strip()[:80]}"
-    module = cached_module(kernel.path)
-    if not isinstance(module, ParsedModule) or not isinstance(prune, ast.Name) \
-            or prune.id not in module.plain_functions:
-        return sites, "early_config_prune is not a module-level function of this file; not applied"
-    evaluator = ConfigEvaluator(module.scope())
-    named_args = {k: v for k, v in signature.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    configs = [ConfigSite(config, line, col) for config, line, col in sites]
-    try:
-        kept = evaluator._call_values(module.plain_functions[prune.id], [configs, named_args], {}, prune)
-        keys = {site.config.key() for site in kept}
-    except (Unsupported, AttributeError, TypeError, KeyError, ValueError):
-        return sites, f"{prune.id} is not pure enough to evaluate statically; all configs judged"
-    return [s for s in sites if s[0].key() in keys], f"{prune.id} kept {len(keys)} of {len(sites)} configs"
-
-
-#: Block-size candidates per Inductor size-hint prefix (x, y: pointwise tiles; r0_/r: reduction).
-_INDUCTOR_BLOCKS = {"pointwise": (128, 256, 512, 1024), "reduction_x": (1, 8, 64), "reduction_r": (64, 512, 2048)}
-
-
-def inductor_configs(kernel: Any) -> tuple[list[tuple[KernelConfig, int, int]], str] | None:
-    """Candidate configs of an Inductor kernel from its ``size_hints``, as its heuristics would try.
-
-    Inductor picks a kernel's block sizes at run time from ``size_hints``; lint judges a
-    small set of the candidates the heuristics choose between (capped at the next power
-    of two of each hint): pointwise XBLOCK/YBLOCK of 128 to 1024, reduction XBLOCK of
-    1 to 64 with R0_BLOCK of 64 to 2048. An approximation, said so in the report.
-    """
-    from .inductor import inductor_kernel_info
-
-    try:
-        info = inductor_kernel_info(kernel.path, kernel.name)
-    except KernelrulesError:
-        return None
-    if info is None or not info.size_hints:
-        return None
-    params = {p.name for p in kernel.params if p.constexpr}
-    axes: dict[str, tuple[int, ...]] = {}
-    for prefix, hint in info.size_hints.items():
-        cap = 1 << max(int(hint) - 1, 0).bit_length()
-        if prefix.startswith("r"):
-            name = next((n for n in ("R0_BLOCK", "RBLOCK") if n in params), None)
-            choices = _INDUCTOR_BLOCKS["reduction_r"]
-        else:
-            name = f"{prefix.upper()}BLOCK" if f"{prefix.upper()}BLOCK" in params else None
-            choices = _INDUCTOR_BLOCKS["reduction_x" if "reduction" in info.kernel_type else "pointwise"]
-        if name:
-            axes[name] = tuple(sorted({min(c, cap) for c in choices}))
-    if not axes:
-        return None
-    import itertools
-
-    line = getattr(kernel, "decorator_line", kernel.line)
-    sites = []
-    for values in itertools.product(*axes.values()):
-        block = dict(zip(axes, values))
-        warps = 8 if math.prod(values) >= 2048 else 4
-        sites.append((KernelConfig.from_dict({**block, "num_warps": warps}), line, 1))
-    return sites, f"configs from Inductor size hints {dict(info.size_hints)} ({info.kernel_type})"
-
-
-def _call_literals(kernel: Any) -> dict[str, Any]:
-    """Literal arguments of the kernel's launches in its own file (the first launch that gives one wins)."""
-    from .signatures import find_call_sites
-
-    literals: dict[str, Any] = {}
-    for site in find_call_sites(kernel):
-        for name, value in site.literals.items():
-            literals.setdefault(name, value)
-    return literals
-
-
-def _uses_dot(kernel: Any) -> bool:
-    """Whether the kernel or one of its jit helpers calls ``tl.dot``: only then is a resource
-    model worth its probe compiles. Unknown (unreadable source) counts as yes."""
-    import ast
-
-    from .discover import ParsedModule, cached_module
-
-    module = cached_module(kernel.path)
-    if not isinstance(module, ParsedModule):
-        return True
-    names = {kernel.name, *getattr(kernel, "helpers", ())}
-    jit = getattr(module, "jit_functions", {})
-    functions = [jit[n] for n in names if n in jit and getattr(jit[n], "name", None) == n]  # no walk of the module
-    if len(functions) < len(names):
-        functions = [n for n in ast.walk(module.tree) if isinstance(n, ast.FunctionDef) and n.name in names]
-    if len(functions) < len(names):
-        return True  # a helper from another module: assume it may hold the dot
-    return any(isinstance(node, ast.Attribute) and node.attr in ("dot", "dot_scaled")
-               for function in functions for node in ast.walk(function))
 
 
 def _append(kernel_report: KernelReport, text: str) -> None:
@@ -369,10 +123,6 @@ class Linter:
     def __init__(self, options: LintOptions, *, engine: Engine | None = None, progress: Progress | None = None):
         self.options = options
         self.engine = engine or default_engine()
-        if options.select or options.ignore:
-            from .engine import Engine as _Engine
-
-            self.engine = _Engine(self.engine.rules.select(options.select, options.ignore))
         self.progress = progress
         self._current = ""
         #: (architecture, reason) of the last judgement's architectures judged without predictions.
@@ -382,7 +132,9 @@ class Linter:
         self.sources: dict[str, list[str]] = {}
 
     def run(self, paths: Sequence[str | Path]) -> LintReport:
-        """Lint files and directories; never raises for a problem in one kernel or file."""
+        """Lint files and directories into the final report: the selected findings, suppression
+        comments applied. Never raises for a problem in one kernel or file; a pinned table whose
+        kernel is not among those linted is a :class:`KernelrulesError`."""
         from .discover import discover
         from .pool import CompilePool
 
@@ -394,6 +146,15 @@ class Linter:
                 self._run_kernels(found, report)
             finally:
                 self.pool.close()
+        if self.options.pinned:
+            from .pinned_lint import lint_tables
+
+            report.findings.extend(lint_tables(self.options.pinned, found.kernels, stage=self.options.stage,
+                                               timeout=self.options.timeout, jobs=self.options.jobs,
+                                               src=list(self.options.src)))
+        selection = self.options.selection
+        report.findings = [f for f in report.findings if selection.enabled(f.code, f.name, f.path)]
+        suppress_report(report)
         return report
 
     def _run_kernels(self, found: Any, report: LintReport) -> None:
@@ -418,82 +179,72 @@ class Linter:
             self.progress(f"{self._current}: {label}", done, total)
 
     def _lint_kernel(self, kernel: Any, report: LintReport) -> None:
-        from .signatures import infer_signature
-
+        """Specify the kernel's launch (:func:`kernelrules.kernelspec.resolve`), then judge it or say why not."""
         self._unjudged = []
-        path = Path(kernel.path)
-        shown = _relative(path)
-        kernel_report = KernelReport(path=shown, name=kernel.name, line=kernel.line, status="analyzed",
-                                     signature_provenance={}, records=[], message=None)
+        kernel_report = self._kernel_report(kernel, report)
+        self._side_effects(kernel, report)
+        sites = self._imported_sites(kernel, kernel_report, report)
+        try:
+            resolved = resolve(kernel, spec=self.options.spec, trace=self.options.trace, sites=sites)
+        except KernelrulesError as exc:
+            kernel_report.status, kernel_report.message = "error", str(exc)
+            report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))
+            return
+        for note in resolved.notes:
+            _append(kernel_report, note)
+        kernel_report.signature_provenance = dict(resolved.provenance)
+        if resolved.signature.complete:
+            self._judge_resolved(kernel, resolved, kernel_report, report)
+        else:
+            self._needs_spec(kernel, resolved.signature, kernel_report, report)
+
+    def _kernel_report(self, kernel: Any, report: LintReport) -> KernelReport:
+        """A new kernel report in ``report``, with the lines suppression comments may sit on."""
+        kernel_report = KernelReport(path=_relative(Path(kernel.path)), name=kernel.name, line=kernel.line,
+                                     status="analyzed", signature_provenance={}, records=[], message=None)
         kernel_report.anchor_lines = sorted({kernel.line, kernel.decorator_line} | (
             {kernel.autotune.line} if kernel.autotune is not None else set()))
         kernel_report.config_lines = [(site.config.to_dict(), site.line)
                                       for site in (kernel.autotune.configs if kernel.autotune else [])]
         report.kernels.append(kernel_report)
-        self._side_effects(kernel, report)
+        return kernel_report
+
+    def _imported_sites(self, kernel: Any, kernel_report: KernelReport, report: LintReport) -> list | None:
+        """With ``--import``, the configs of an autotune list that exists only at run time; ``LNT002``
+        when such a list stays unjudged. None: the kernel's own (static) configs apply."""
         autotune = getattr(kernel, "autotune", None)
-        imported_sites = None
+        imported = None
         if autotune is not None and autotune.configs_error and self.options.import_modules:
             from .import_mode import imported_configs
 
             try:
-                imported_sites, kernel_report.message = imported_configs(kernel, self.archs[0])
+                imported, kernel_report.message = imported_configs(kernel, self.archs[0])
             except KernelrulesError as exc:
                 kernel_report.message = str(exc)
-        if autotune is not None and autotune.configs_error and imported_sites is None:
+        if autotune is not None and autotune.configs_error and imported is None:
             report.findings.append(self._lint_code(kernel, "LNT002", f"autotune configs not judged: {autotune.configs_error}"))
-        try:
-            spec, source = _explicit_spec(kernel, self.options)
-            constexpr_names = {p.name for p in kernel.params if p.constexpr}
-            runtime_spec = {k: v for k, v in (spec or {}).items() if k not in constexpr_names}
-            signature = infer_signature(kernel, spec=runtime_spec or None, use_sidecar=False)
-            if source != "spec":
-                signature.provenance = {k: source if v == "spec" else v for k, v in signature.provenance.items()}
-        except KernelrulesError as exc:
-            kernel_report.status, kernel_report.message = "error", str(exc)
-            report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))
-            return
-        kernel_report.signature_provenance = dict(signature.provenance)
-        sites = _configs_of(kernel) if imported_sites is None else [(c.config, c.line, c.column + 1) for c in imported_sites]
-        if source == "inductor" and autotune is None:
-            found = inductor_configs(kernel)
-            if found is not None:
-                sites, note = found
-                kernel_report.message = ((kernel_report.message + "; ") if kernel_report.message else "") + note
-        fixed, constexpr_provenance = _constexpr_values(kernel, spec, sites[0][0], _call_literals(kernel), source)
-        kernel_report.signature_provenance.update(constexpr_provenance)
-        if not signature.complete:
-            missing = ", ".join(signature.missing)
-            message = (f"cannot judge {kernel.name}: no launch signature for {missing}; write a spec with "
-                       f"'kernelrules spec {shown}' or record one with 'kernelrules trace'")
-            if signature.descriptors:
-                message = (f"cannot judge {kernel.name}: {', '.join(signature.descriptors)} "
-                           f"{'is a tensor descriptor' if len(signature.descriptors) == 1 else 'are tensor descriptors'}"
-                           f" (`{signature.descriptors[0]}.load(...)`), which kernelrules cannot stand in for yet "
-                           f"(a limit of kernelrules, not an error in the kernel)")
-            kernel_report.status, kernel_report.message = "needs-spec", message
-            report.findings.append(self._lint_code(kernel, "LNT001", message))
-            return
-        heuristic_names = set(getattr(kernel, "heuristics", None) or {})
-        if heuristic_names:  # heuristics set these at launch: no guess, no spec needed
-            for name in heuristic_names:
-                if constexpr_provenance.get(name) == "default":
-                    constexpr_provenance[name] = "heuristics"
-        completed = []
-        for c, line, col in sites:
-            config, failed = apply_heuristics(kernel, c.replace(fixed), signature.spec)
-            for name in failed:
-                constexpr_provenance[name] = "default"
-            completed.append((config, line, col))
-        sites, prune_note = apply_early_prune(kernel, completed, signature.spec)
-        if prune_note:
-            kernel_report.message = ((kernel_report.message + "; ") if kernel_report.message else "") + prune_note
-        kernel_report.signature_provenance.update(constexpr_provenance)
-        guessed = {k: sites[0][0].constexprs.get(k, fixed.get(k)) for k, source in constexpr_provenance.items()
-                   if source == "default"}
+        return None if imported is None else [(c.config, c.line, c.column + 1) for c in imported]
+
+    def _needs_spec(self, kernel: Any, signature: Any, kernel_report: KernelReport, report: LintReport) -> None:
+        """``LNT001``: the kernel's launch signature stays incomplete; say what is missing."""
+        message = (f"cannot judge {kernel.name}: no launch signature for {', '.join(signature.missing)}; write a spec "
+                   f"with 'kernelrules spec {kernel_report.path}' or record one with 'kernelrules trace'")
+        if signature.descriptors:
+            message = (f"cannot judge {kernel.name}: {', '.join(signature.descriptors)} "
+                       f"{'is a tensor descriptor' if len(signature.descriptors) == 1 else 'are tensor descriptors'}"
+                       f" (`{signature.descriptors[0]}.load(...)`), which kernelrules cannot stand in for yet "
+                       f"(a limit of kernelrules, not an error in the kernel)")
+        kernel_report.status, kernel_report.message = "needs-spec", message
+        report.findings.append(self._lint_code(kernel, "LNT001", message))
+
+    def _judge_resolved(self, kernel: Any, resolved: ResolvedKernel, kernel_report: KernelReport,
+                        report: LintReport) -> None:
+        """Judge a kernel whose signature is complete, replaying a stored outcome when the inputs are unchanged."""
+        signature, sites, guessed, fixed = resolved.signature, list(resolved.sites), dict(resolved.guessed), \
+            frozenset(resolved.fixed)
         misses = self._package_dependencies(kernel, kernel_report)
         outcome_key = judgement_key(kernel, {"outcome": signature.spec, "provenance": signature.provenance,
-                                             "guessed": guessed}, sites, frozenset(fixed), self.archs,
+                                             "guessed": guessed}, sites, fixed, self.archs,
                                     self.options.stage, self.engine, src=tuple(self.options.src),
                                     timeout=self.options.timeout, allow_code=self.options.import_modules)
         if outcome_key and self._replay_outcome(outcome_key, kernel, kernel_report, report):
@@ -503,15 +254,13 @@ class Linter:
         searched = self.options.stage == "compiled" and bool(guessed or pointer_variants(signature.spec,
                                                                                           signature.provenance))
         if searched:
-            sites, guessed, retried = self._settle_guesses(kernel, signature, kernel_report, sites, frozenset(fixed),
-                                                           guessed)
+            sites, guessed, retried = self._settle_guesses(kernel, signature, kernel_report, sites, fixed, guessed)
         if guessed:
             shown_guesses = ", ".join(f"{k}={v}" + (f" ({retried[k]} did not compile)" if k in retried else "")
                                       for k, v in guessed.items())
             _append(kernel_report, f"judged with guessed constexpr values {shown_guesses}; give the real ones in "
-                                   f"a spec ('kernelrules spec {shown}') or a trace")
-        self._judge(kernel, signature, sites, kernel_report, report, frozenset(fixed), guessed, misses,
-                    retry_types=not searched)
+                                   f"a spec ('kernelrules spec {kernel_report.path}') or a trace")
+        self._judge(kernel, signature, sites, kernel_report, report, fixed, guessed, misses, retry_types=not searched)
         if outcome_key and kernel_report.status in ("analyzed", "needs-spec") and not self._unjudged:
             JudgementCache(self.cache.directory).put_outcome(
                 outcome_key, kernel_report.status, kernel_report.message, kernel_report.signature_provenance,
@@ -575,7 +324,7 @@ class Linter:
 
         first = sites[0][0]
         found = settle(lambda spec, change: self._probe(kernel, spec, first.replace(change), fixed),
-                       signature.spec, signature.provenance, guessed, locals_=local_names(_kernel_function(kernel)))
+                       signature.spec, signature.provenance, guessed, locals_=local_names(kernel_function(kernel)))
         if found.pointer_type:
             signature.spec = dict(found.spec)
             for name in found.pointers:
@@ -697,7 +446,7 @@ class Linter:
                         pool=self.pool)
         self._unjudged = []
         try:
-            probe = _uses_dot(kernel)
+            probe = uses_dot(kernel)
             compiled = self.options.stage == "compiled"
             results = []
             for arch in self.archs:

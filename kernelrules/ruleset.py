@@ -9,9 +9,10 @@ file, line and column at load, never a surprise at evaluation.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -133,15 +134,50 @@ class RuleSet:
         return self._index.get(key.strip().lower())
 
     def select(self, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> "RuleSet":
-        """Rules whose code starts with a ``select`` prefix (all when empty) and no ``ignore`` prefix."""
+        """The rules a :class:`RuleSelection` of ``select`` and ``ignore`` enables (all when both are empty)."""
+        selection = RuleSelection(tuple(select), tuple(ignore))
+        return RuleSet(r for r in self.rules if selection.enabled(r.code, r.name))
 
-        def matches(rule: Rule, prefixes: Sequence[str]) -> bool:
-            return any(
-                p.upper() == "ALL" or rule.code.startswith(p.upper()) or rule.name == p.lower() for p in prefixes
-            )
 
-        kept = [r for r in self.rules if (not select or matches(r, select)) and not matches(r, ignore)]
-        return RuleSet(kept)
+def _matches(code: str, name: str | None, selectors: Sequence[str]) -> bool:
+    """Whether a selector names the rule: ``ALL``, a code prefix (any case) or the rule's name."""
+    return any(s.upper() == "ALL" or code.upper().startswith(s.upper()) or (name is not None and name == s.lower())
+               for s in selectors)
+
+
+@dataclass(frozen=True)
+class RuleSelection:
+    """Which findings a lint run reports, as ruff selects: ``select``, ``ignore``, ``extend_select``
+    and ``per_file_ignores`` (glob → selectors ignored in the files it matches).
+
+    A selector is ``ALL``, a code or code prefix (``MEM``, ``MEM001``) or a rule name. An empty
+    ``select`` selects every code; ``extend_select`` adds to a non-empty one. Per-file globs match
+    the path relative to ``root`` (the pyproject's directory) and the path as given.
+    """
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    root: Path | None = None
+
+    def enabled(self, code: str, name: str | None = None, path: str | None = None) -> bool:
+        """Whether the rule ``code`` (named ``name``) is reported, in ``path`` when given."""
+        selected = not self.select or _matches(code, name, self.select) or _matches(code, name, self.extend_select)
+        if not selected or _matches(code, name, self.ignore):
+            return False
+        return path is None or not _matches(code, name, self.ignores_for(path))
+
+    def ignores_for(self, path: str) -> list[str]:
+        """The ``per_file_ignores`` selectors whose glob matches ``path``."""
+        candidates = {Path(path).as_posix()}
+        if self.root is not None:
+            try:
+                candidates.add(Path(path).resolve().relative_to(self.root.resolve()).as_posix())
+            except ValueError:
+                pass
+        return [code for glob, codes in self.per_file_ignores.items()
+                if any(fnmatch.fnmatch(c, glob) for c in candidates) for code in codes]
 
 
 # -- loading -------------------------------------------------------------------

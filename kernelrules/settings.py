@@ -10,15 +10,17 @@ over the file (:meth:`Settings.merge_cli`).
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .errors import KernelrulesError
 from .findings import SEVERITIES
+
+if TYPE_CHECKING:
+    from .ruleset import RuleSelection
 
 try:  # Python 3.11+
     import tomllib
@@ -78,32 +80,14 @@ class Settings:
                                            path=str(self.source) if self.source else None,
                                            hint="a rule code or prefix: see 'kernelrules rules list'")
 
-    def is_enabled(self, code: str, path: str | None = None) -> bool:
-        """Whether ``code`` is reported (in ``path``): selected, and not ignored there."""
-        selected = not self.select or _matches(code, self.select) or _matches(code, self.extend_select)
-        if not selected or _matches(code, self.ignore):
-            return False
-        return path is None or not _matches(code, self.ignores_for(path))
+    def rule_selection(self) -> RuleSelection:
+        """The findings these settings report: select, ignore, extend-select and per-file-ignores
+        (globs relative to the pyproject's directory)."""
+        from .ruleset import RuleSelection  # here: the tune command reads settings without loading rules
 
-    def ignores_for(self, path: str) -> list[str]:
-        """The ``per-file-ignores`` codes whose glob matches ``path``.
-
-        Globs are matched against the path relative to the pyproject's
-        directory (with ``/``), and against the path as given.
-        """
-        candidates = {Path(path).as_posix()}
-        if self.source is not None:
-            try:
-                candidates.add(Path(path).resolve().relative_to(self.source.parent.resolve()).as_posix())
-            except ValueError:
-                pass
-        return [code for glob, codes in self.per_file_ignores.items()
-                if any(fnmatch.fnmatch(c, glob) for c in candidates) for code in codes]
-
-
-def _matches(code: str, prefixes: Sequence[str]) -> bool:
-    """Whether ``code`` starts with one of ``prefixes`` (``ALL`` matches all)."""
-    return any(p == "ALL" or code.upper().startswith(p) for p in prefixes)
+        return RuleSelection(tuple(self.select), tuple(self.ignore), tuple(self.extend_select),
+                             {glob: tuple(codes) for glob, codes in self.per_file_ignores.items()},
+                             self.source.parent if self.source is not None else None)
 
 
 # -- value checks: each returns the normalised value or raises ValueError ---------------

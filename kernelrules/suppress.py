@@ -20,7 +20,7 @@ import tokenize
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from .findings import Finding
+from .findings import Finding, LintReport
 
 _COMMENT = re.compile(r"#\s*kernelrules\s*:\s*ignore\s*\[([^\]]*)\]", re.IGNORECASE)
 
@@ -141,3 +141,23 @@ def apply_suppressions(
     unused = sorted((s.path, s.line, e) for comments in by_path.values() for s in comments.values()
                     for e in s.entries if (s.path, s.line, e) not in used)
     return marked, unused
+
+
+def suppress_report(report: LintReport) -> None:
+    """Mark the findings of ``report`` that a comment in their file suppresses, and record the
+    unused entries, anchoring each kernel's findings at its ``def``, decorator and config lines."""
+    from .pysource import read_python
+
+    sources: dict[str, str] = {}
+    for finding in report.findings:
+        if finding.path not in sources:
+            try:
+                sources[finding.path] = read_python(finding.path)
+            except OSError:
+                sources[finding.path] = ""
+    anchors: dict[tuple[str, str], KernelAnchors] = {}
+    for kernel in report.kernels:
+        anchor = anchors.setdefault((kernel.path, kernel.name), KernelAnchors(def_lines=list(kernel.anchor_lines)))
+        for config, line in kernel.config_lines:
+            anchor.add_config(config, line)
+    report.findings, report.unused_suppressions = apply_suppressions(report.findings, sources, anchors)

@@ -397,3 +397,28 @@ def test_progress_names_the_kernel_compiling(tmp_path, monkeypatch):
     assert counts[0] == (0, 1) and counts[-1] == (1, 1)
     compiling = [label for label, _, _ in calls if label != KERNELS_LABEL]
     assert compiling and all(label.startswith("softmax.py:softmax_kernel: ") for label in compiling)
+
+
+def test_the_api_reports_what_the_command_prints(run_cli, tmp_path, monkeypatch):
+    """``Linter(options).run()`` applies the rule selection, per-file ignores and suppression comments
+    itself, so its report is the one ``kernelrules lint`` prints (issue 15)."""
+    from kernelrules.lint import LintOptions, Linter
+    from kernelrules.reporters import render_json
+    from kernelrules.settings import load_settings
+
+    for name in ("softmax.py", "layernorm.py", "fused_pointwise.py"):
+        copy_example(tmp_path, name)
+    softmax = tmp_path / "softmax.py"
+    softmax.write_text(softmax.read_text().replace('num_warps=6),', 'num_warps=6),  # kernelrules: ignore[CFG002]'))
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.kernelrules]\narch = ["ada"]\nstage = "config"\nper-file-ignores = {"layernorm.py" = ["CFG004"]}\n')
+    result = run_cli("lint", ".", "--select", "CFG,LNT", "--format", "json", "--cache-dir", "cli-cache")
+    assert result.returncode == 1, result.stderr  # fused_pointwise's CFG001 error stays
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(["."]).merge_cli(select=["CFG", "LNT"], cache_dir=str(tmp_path / "api-cache"))
+    report = Linter(LintOptions(archs=settings.arch, stage=settings.stage, cache_dir=settings.cache_dir,
+                                selection=settings.rule_selection())).run(["."])
+    assert render_json(report) + "\n" == result.stdout  # typer.echo ends the text with one more newline
+    shown = {(f.path, f.code, f.suppressed) for f in report.findings}
+    assert ("softmax.py", "CFG002", True) in shown and ("fused_pointwise.py", "CFG001", False) in shown
+    assert not any(f.code == "CFG004" for f in report.findings)

@@ -117,3 +117,20 @@ def test_value_is_only_allowed_in_repairs(tmp_path):
     path = _write(tmp_path, GOOD_RULE.replace("condition: facts.shared_bytes >", "condition: value >", 1))
     with pytest.raises(RuleFileError, match="TST001.yaml:7"):
         load_rule_file(path)
+
+
+def test_one_selector_for_rules_and_findings(tmp_path):
+    from kernelrules.ruleset import RuleSelection
+
+    selection = RuleSelection(select=("MEM", "occupancy-low"), ignore=("MEM003",), extend_select=("cfg001",),
+                              per_file_ignores={"tests/*.py": ("MEM",)}, root=tmp_path)
+    assert selection.enabled("MEM001") and selection.enabled("CFG001")  # a prefix; extend-select, any case
+    assert selection.enabled("OCC009", "occupancy-low") and not selection.enabled("OCC009", "other-name")
+    assert not selection.enabled("MEM003") and not selection.enabled("REG001")
+    assert not selection.enabled("MEM001", path=str(tmp_path / "tests" / "test_k.py"))  # relative to root
+    assert not selection.enabled("MEM001", path="tests/test_k.py")  # as given
+    assert selection.enabled("MEM001", path=str(tmp_path / "kernels" / "k.py"))
+    assert RuleSelection().enabled("ANY001") and not RuleSelection(ignore=("ALL",)).enabled("ANY001")
+    rules = builtin_rules()
+    by_name = rules.select(select=[next(iter(rules)).name])
+    assert [r.code for r in by_name] == [next(iter(rules)).code]

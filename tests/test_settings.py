@@ -68,16 +68,16 @@ def test_nearest_pyproject_with_the_table_wins(tmp_path):
 
 def test_select_ignore_and_per_file_ignores(tmp_path):
     write(tmp_path, FULL)
-    s = load_settings([tmp_path])
-    assert s.is_enabled("MEM001") and s.is_enabled("REG001") and s.is_enabled("LNT002")
-    assert not s.is_enabled("MEM003")  # ignored
-    assert not s.is_enabled("OCC001")  # not selected
-    assert not s.is_enabled("MEM001", str(tmp_path / "tests" / "test_k.py"))
-    assert not s.is_enabled("MEM001", "tests/test_k.py")
-    assert not s.is_enabled("REG001", str(tmp_path / "legacy.py"))
-    assert s.is_enabled("REG001", str(tmp_path / "kernels" / "k.py"))
-    assert Settings().is_enabled("ANY001")
-    assert not Settings(ignore=["ALL"]).is_enabled("ANY001")
+    s = load_settings([tmp_path]).rule_selection()
+    assert s.enabled("MEM001") and s.enabled("REG001") and s.enabled("LNT002")
+    assert not s.enabled("MEM003")  # ignored
+    assert not s.enabled("OCC001")  # not selected
+    assert not s.enabled("MEM001", path=str(tmp_path / "tests" / "test_k.py"))
+    assert not s.enabled("MEM001", path="tests/test_k.py")
+    assert not s.enabled("REG001", path=str(tmp_path / "legacy.py"))
+    assert s.enabled("REG001", path=str(tmp_path / "kernels" / "k.py"))
+    assert Settings().rule_selection().enabled("ANY001")
+    assert not Settings(ignore=["ALL"]).rule_selection().enabled("ANY001")
 
 
 @pytest.mark.parametrize(("line", "message"), [
