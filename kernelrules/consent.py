@@ -16,7 +16,9 @@ module and a kernel that needs it gets a one-line reason (lint: needs-spec).
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
+from typing import Iterator
 
 #: Set to ``1`` (by ``lint --import``) to let the cross-compile run the user's code.
 ALLOW_CODE_ENV = "KERNELRULES_ALLOW_CODE"
@@ -27,6 +29,23 @@ CODE_DECORATORS = ("constexpr_function",)
 #: Nodes whose evaluation runs code beyond operators on data.
 _CODE_NODES = (ast.Lambda, ast.NamedExpr, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Await,
                ast.Yield, ast.YieldFrom)
+
+
+@contextlib.contextmanager
+def allowing_user_code(allowed: bool) -> Iterator[None]:
+    """Let this process and the compile workers it starts run the user's code (:data:`ALLOW_CODE_ENV`)
+    while linting with --import; the environment is restored after."""
+    before = os.environ.get(ALLOW_CODE_ENV)
+    if allowed:
+        os.environ[ALLOW_CODE_ENV] = "1"
+    try:
+        yield
+    finally:
+        if allowed:
+            if before is None:
+                os.environ.pop(ALLOW_CODE_ENV, None)
+            else:
+                os.environ[ALLOW_CODE_ENV] = before
 
 
 def user_code_allowed() -> bool:

@@ -17,21 +17,21 @@ The pipeline, for each file and kernel, never running the user's module:
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .arch import load_arch
 from .cache import ResultCache
 from .config import KernelConfig
+from .consent import allowing_user_code
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
 from .findings import Finding, KernelReport, LintReport, lint_finding
 from .guess_search import guessed_fp16_pointers, pointer_variants
 from .judgement_cache import JudgementCache, judgement_key
 from .kernelspec import ResolvedKernel, kernel_function, resolve, uses_dot
+from .lint_limits import nothing_compiled
 from .prune import KernelTarget, Pruner
 from .pysource import read_python
 from .ruleset import RuleSelection
@@ -87,32 +87,6 @@ def _append(kernel_report: KernelReport, text: str) -> None:
     kernel_report.message = f"{kernel_report.message}; {text}" if kernel_report.message else text
 
 
-def _nothing_compiled(results: list) -> bool:
-    """True when every judged config's compile failed (CMP001), i.e. the signature is wrong."""
-    records = [r for _, records in results for r in records]
-    compiled = [r for r in records if r.facts.get("origin") == "compiled"]
-    return bool(compiled) and all(r.facts.get("compile_status") == "error" for r in compiled)
-
-
-@contextlib.contextmanager
-def _user_code(allowed: bool) -> Iterator[None]:
-    """Let this process and the compile workers it starts run the user's code (:mod:`kernelrules.consent`)
-    while linting with --import; the environment is restored after."""
-    from .consent import ALLOW_CODE_ENV
-
-    before = os.environ.get(ALLOW_CODE_ENV)
-    if allowed:
-        os.environ[ALLOW_CODE_ENV] = "1"
-    try:
-        yield
-    finally:
-        if allowed:
-            if before is None:
-                os.environ.pop(ALLOW_CODE_ENV, None)
-            else:
-                os.environ[ALLOW_CODE_ENV] = before
-
-
 #: The progress label of the count of kernels linted (the other labels name the kernel compiling).
 KERNELS_LABEL = "kernels"
 
@@ -140,7 +114,7 @@ class Linter:
 
         found = discover(paths)
         report = LintReport(kernels=[], findings=[], unused_suppressions=[], problems=[])
-        with _user_code(self.options.import_modules):  # --import: the cross-compile may run the user's code
+        with allowing_user_code(self.options.import_modules):  # --import: the cross-compile may run the user's code
             self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache)
             try:
                 self._run_kernels(found, report)
@@ -370,11 +344,11 @@ class Linter:
             spec, results = self._judge_with(kernel, signature.spec, sites, fixed)
             # (Skipped when the guess search already probed these types on the first config.)
             for dtype, variant in pointer_variants(spec, signature.provenance) if retry_types else []:
-                if not _nothing_compiled(results):
+                if not nothing_compiled(results):
                     break
                 # The dtype was only guessed and fp16 does not compile: try bf16, then fp32, before giving up.
                 spec2, results2 = self._judge_with(kernel, variant, sites, fixed)
-                if not _nothing_compiled(results2):
+                if not nothing_compiled(results2):
                     retyped = guessed_fp16_pointers(spec, signature.provenance)
                     spec, results = spec2, results2
                     for k in retyped:
@@ -420,7 +394,7 @@ class Linter:
         from .lint_limits import failed_facts, guessed_note, guessed_signature, our_limit, type_error
 
         reason = our_limit(results, misses, kernel.name)
-        if reason is None and _nothing_compiled(results):
+        if reason is None and nothing_compiled(results):
             first = next(iter(failed_facts(results)), {}).get("compile_message", "")
             shown = _relative(Path(kernel.path))
             types = guessed_signature(spec or {}, kernel_report.signature_provenance)

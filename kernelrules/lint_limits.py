@@ -80,6 +80,13 @@ def our_limit(results: Sequence[tuple[Any, Sequence[Any]]], misses: Mapping[str,
     return None
 
 
+def nothing_compiled(results: Sequence[tuple[Any, Sequence[Any]]]) -> bool:
+    """True when every judged config's compile failed (CMP001), i.e. the signature is wrong."""
+    records = [r for _, records in results for r in records]
+    compiled = [r for r in records if r.facts.get("origin") == "compiled"]
+    return bool(compiled) and all(r.facts.get("compile_status") == "error" for r in compiled)
+
+
 def _any_compiled(results: Sequence[tuple[Any, Sequence[Any]]]) -> bool:
     """Whether any config compiled."""
     return any(r.facts.get("origin") == "compiled" and r.facts.get("compile_status") == "ok"

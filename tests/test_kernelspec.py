@@ -91,3 +91,18 @@ def test_an_incomplete_signature_says_what_is_missing_and_guesses_nothing(kernel
     assert not resolved.signature.complete
     assert resolved.signature.missing == ["a_desc"] and resolved.signature.descriptors == ["a_desc"]
     assert resolved.guessed == {} and len(resolved.sites) == 1
+
+
+def test_the_specify_step_sits_below_lint_and_check_config():
+    """kernelspec imports neither lint, check-config nor the CLI; check-config reaches the specify
+    step through it, not through lint (it imported three of lint's private helpers before)."""
+    import ast
+
+    def imported(module: str) -> set[str]:
+        path = Path(__file__).resolve().parent.parent / "kernelrules" / f"{module}.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        return {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1}
+
+    assert not imported("kernelspec") & {"lint", "check_kernel", "cli"}
+    assert "kernelspec" in imported("check_kernel") and "lint" not in imported("check_kernel")
+    assert "kernelspec" in imported("lint")
