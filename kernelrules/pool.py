@@ -437,7 +437,7 @@ class CompilePool:
         """A cached result, or a spec error found while computing the cache key."""
         if cache is None:
             return None, None
-        from .compilejob import _prepare_failure, prepare
+        from .compilejob import prepare, prepare_failure
         from .errors import KernelSourceError, SignatureSpecError
 
         import warnings
@@ -448,7 +448,7 @@ class CompilePool:
                 warnings.simplefilter("ignore")
                 handle, spec = prepare(job)
         except (KernelSourceError, SignatureSpecError) as exc:
-            result = _prepare_failure(exc)
+            result = prepare_failure(exc)
             result.compile_seconds = time.perf_counter() - start
             return result, None
         except Exception:  # noqa: BLE001 - let the worker compile and classify it, uncached
