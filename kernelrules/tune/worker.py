@@ -90,7 +90,6 @@ class BenchWorker:
         self.tag: Any = None
         self.phase = ""
         self.restarts = 0
-        self._restarting = False
 
     @property
     def label(self) -> str:
@@ -99,11 +98,6 @@ class BenchWorker:
     @property
     def busy(self) -> bool:
         return self.request is not None
-
-    @property
-    def deadline(self) -> float:
-        """When the running request (in its current phase) is given up."""
-        return self.process.deadline if self.process is not None else 0.0
 
     def start(self) -> None:
         """Start the worker process (without waiting for it) and send it the settings."""
@@ -220,12 +214,10 @@ class BenchWorker:
         self.kill()
         self.restarts += 1
         self.start()
-        self._restarting = True
 
     def ensure_ready(self) -> None:
         """After a restart, wait until the fresh worker is ready (it has no request yet)."""
-        if self._restarting:
-            self._restarting = False
+        if self.process is not None and not self.process.ready:
             self.wait_ready()
 
     def kill(self) -> None:
