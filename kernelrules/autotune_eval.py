@@ -30,7 +30,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .bounds import MAX_SEQUENCE, TooLarge, check_binop
 from .config import KernelConfig
 from .kernelsource import _dotted_name
-from .pyops import BINARY, COMPARE, UNARY, cdiv, next_power_of_2, subset
+from .pyops import (BINARY, COMPARE, UNARY, cdiv, compare_chain, conditional, make_slice, next_power_of_2,
+                    subset)
 
 #: Interpreter steps (nodes evaluated) before giving up; real config lists need a few thousand.
 DEFAULT_STEP_LIMIT = 200_000
@@ -309,16 +310,10 @@ class ConfigEvaluator:
         return result
 
     def _eval_Compare(self, node: ast.Compare, env: dict) -> bool:
-        left = self.eval(node.left, env)
-        for op, right_node in zip(node.ops, node.comparators):
-            right = self.eval(right_node, env)
-            if not _COMPARE[type(op)](left, right):
-                return False
-            left = right
-        return True
+        return compare_chain(node, lambda child: self.eval(child, env), _COMPARE)
 
     def _eval_IfExp(self, node: ast.IfExp, env: dict) -> Any:
-        return self.eval(node.body if self.eval(node.test, env) else node.orelse, env)
+        return conditional(node, lambda child: self.eval(child, env))
 
     def _eval_Subscript(self, node: ast.Subscript, env: dict) -> Any:
         value = self.eval(node.value, env)
@@ -329,8 +324,7 @@ class ConfigEvaluator:
             raise Unsupported(f"{ast.unparse(node)[:60]} fails: {exc!r}", node) from None
 
     def _eval_Slice(self, node: ast.Slice, env: dict) -> slice:
-        parts = [self.eval(p, env) if p is not None else None for p in (node.lower, node.upper, node.step)]
-        return slice(*parts)
+        return make_slice(node, lambda child: self.eval(child, env))
 
     def _eval_JoinedStr(self, node: ast.JoinedStr, env: dict) -> str:
         parts = []

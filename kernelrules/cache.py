@@ -20,15 +20,15 @@ Windows); never the user's project unless configured.
 
 One entry is one file, ``<dir>/v1/<key[:2]>/<key>.krc``: a magic line, the result's
 fields as JSON, then each artifact (IR text, PTX, cubin) gzip-compressed, with a CRC
-that is checked on every read; an artifact is decompressed when first used. Writes go to a temporary file in the same directory followed by
-``os.replace``, so readers never see half an entry and concurrent writers of the same
-key leave one complete entry. An entry that fails to parse or to verify is treated
-as a miss (and overwritten by the next put).
+that is checked on every read; an artifact is decompressed when first used. The files
+are kept by a :class:`kernelrules.diskstore.DiskStore`: writes go to a temporary file in
+the same directory followed by ``os.replace``, so readers never see half an entry and
+concurrent writers of the same key leave one complete entry. An entry that fails to
+parse or to verify is treated as a miss (and overwritten by the next put).
 """
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import json
@@ -40,8 +40,8 @@ from pathlib import Path
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-from .atomicio import write_bytes_atomic
 from .compilejob import CompileJob, CompileResult, json_safe
+from .diskstore import DiskStore, triton_version
 
 #: Bumped whenever the entry layout or the key's contents change.
 FORMAT_VERSION = 1
@@ -72,19 +72,6 @@ def default_cache_dir() -> Path:
     return Path(base) / "kernelrules"
 
 
-@functools.lru_cache(maxsize=1)
-def _triton_version() -> str:
-    """The installed Triton's version, read without importing Triton."""
-    try:
-        from importlib.metadata import version
-
-        return version("triton")
-    except Exception:  # noqa: BLE001 - a source checkout of Triton has no metadata
-        import triton
-
-        return triton.__version__
-
-
 def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = None) -> str:
     """sha256 (hex) over everything the compile of ``job`` depends on.
 
@@ -96,7 +83,7 @@ def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = No
     spec_data = specialization.key_data() if hasattr(specialization, "key_data") else specialization
     payload = {
         "format": FORMAT_VERSION,
-        "triton": _triton_version(),
+        "triton": triton_version(),
         "source": source_hash,
         "path": os.path.realpath(job.path),  # artifacts carry the file's path in debug info
         "kernel": job.kernel,
@@ -199,6 +186,7 @@ class ResultCache:
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.root = self.directory / f"v{FORMAT_VERSION}"
+        self.store = DiskStore(self.root, ".krc")
 
     def key(self, job: CompileJob, source_hash: str, specialization: Any | None = None) -> str:
         """The key of ``job`` (see :func:`cache_key`)."""
@@ -206,18 +194,13 @@ class ResultCache:
 
     def path(self, key: str) -> Path:
         """Where the entry for ``key`` lives."""
-        return self.root / key[:2] / f"{key}.krc"
+        return self.store.path(key)
 
     def get(self, key: str) -> CompileResult | None:
         """The cached result (marked ``from_cache``), or None on a miss or a corrupt entry."""
-        try:
-            data = self.path(key).read_bytes()
-        except OSError:
+        result = self.store.get(key, _decode)  # corrupt or from an incompatible writer: a miss, then overwritten
+        if result is None:
             return None
-        try:
-            result = _decode(data)
-        except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
-            return None  # corrupt or from an incompatible writer: recompute, then overwrite
         result.from_cache = True
         return result
 
@@ -225,17 +208,9 @@ class ResultCache:
         """Store ``result`` atomically; False when it is not cacheable or the write failed."""
         if result.error_kind in UNCACHED_KINDS:
             return False
-        path = self.path(key)
         stored = CompileResult(**{**vars(result), "from_cache": False, "asm": dict(result.asm.items())})
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_bytes_atomic(path, _encode(stored), durable=False)
-        except OSError:
-            return False
-        return True
+        return self.store.put(key, _encode(stored))
 
     def clear(self) -> None:
         """Delete every entry of this format version."""
-        import shutil
-
-        shutil.rmtree(self.root, ignore_errors=True)
+        self.store.clear()

@@ -213,9 +213,9 @@ def check_config(
     if output is OutputFormat.json:
         data = verdict.to_json()
         if facts is not None:
-            from .prune import REPORTED_FACTS
+            from .facts_catalogue import CHECK_CONFIG_FACTS
 
-            data["facts"] = {k: facts[k] for k in (*REPORTED_FACTS, *_AMD_FACTS) if k in facts}
+            data["facts"] = {k: facts[k] for k in CHECK_CONFIG_FACTS if k in facts}
         _echo_json(data)
     else:
         _print_verdict(verdict, target)
@@ -238,15 +238,11 @@ def _check_dtypes(dtypes) -> None:
             raise KernelrulesError(f"unknown dtype {name!r} for --dtype", hint=f"known: {', '.join(sorted(known))}")
 
 
-#: Facts check-config shows for AMD targets besides prune's.
-_AMD_FACTS = ("vgpr_need", "vgpr_spill_count", "scratch_bytes", "agpr_count", "waves_per_simd", "mfma_count", "fma_count")
-
-
 def _print_facts(facts) -> None:
     """One line of the facts that explain a verdict on a real kernel."""
-    keys = ("origin", "shared_bytes", "registers", "vgpr_need", "spill_bytes", "vgpr_spill_count", "mma_path",
-            "active_warps_per_sm", "waves_per_simd", "occupancy_limiter", "compile_message")
-    shown = ", ".join(f"{k}={facts[k]}" for k in keys if facts.get(k) not in (None, ""))
+    from .facts_catalogue import SUMMARY_FACTS
+
+    shown = ", ".join(f"{k}={facts[k]}" for k in SUMMARY_FACTS if facts.get(k) not in (None, ""))
     typer.echo(f"  facts: {shown}")
 
 

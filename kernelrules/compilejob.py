@@ -345,8 +345,9 @@ def option_parameters(fn: Any, job: CompileJob) -> dict[str, Any]:
     return {name: job.options.get(name, getattr(parsed, name, None)) for name in wanted}
 
 
-def _prepare_failure(exc: Exception) -> CompileResult:
-    """The result for a job whose kernel or spec cannot be used."""
+def prepare_failure(exc: Exception) -> CompileResult:
+    """The result for a job whose kernel or spec cannot be used (``prepare`` raised ``exc``): a located
+    ``compile_error`` for a syntax error, else a ``spec_error``; the pool answers such jobs without a worker."""
     line = getattr(exc, "line", None)
     path = getattr(exc, "path", None)
     kind = "compile_error" if isinstance(exc, KernelSyntaxError) else "spec_error"
@@ -364,7 +365,7 @@ def compile_job(job: CompileJob, *, use_triton_cache: bool = False) -> CompileRe
     try:
         handle, spec = prepare(job)
     except (KernelSourceError, SignatureSpecError) as exc:
-        return _finish(_prepare_failure(exc), start)
+        return _finish(prepare_failure(exc), start)
     except Exception as exc:  # noqa: BLE001 - a bug of ours or Triton's; report, do not raise
         return _finish(CompileResult.failure("internal", f"{type(exc).__name__}: {exc}", traceback.format_exc()), start)
     import triton

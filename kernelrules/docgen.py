@@ -1,8 +1,8 @@
 """Reference documentation generated from the YAML: one page per rule and per profile.
 
-``python -m kernelrules.docgen docs`` rewrites ``docs/rules/`` and
-``docs/arch/``; ``--check`` exits 1 when a committed page is stale (the test
-suite runs it). ``kernelrules rules show`` prints :func:`rule_text`.
+``python -m kernelrules.docgen docs`` rewrites ``docs/rules/``, ``docs/arch/`` and
+``docs/facts.md`` (from the fact catalogue); ``--check`` exits 1 when a committed page
+is stale (the test suite runs it). ``kernelrules rules show`` prints :func:`rule_text`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import facts_catalogue
 from .config import KernelConfig
 from .engine import Engine
 from .ruleset import Rule, RuleSet, builtin_rules
@@ -177,6 +178,7 @@ def pages() -> dict[str, str]:
     archs = list_archs()
     result["arch/index.md"] = arch_index(archs)
     result.update({f"arch/{a.name}.md": arch_markdown(a) for a in archs})
+    result["facts.md"] = facts_catalogue.markdown()
     return result
 
 

@@ -6,7 +6,8 @@ judgement of one kernel, though, is a pure function of the kernel's source (with
 helpers and constants, hashed from the AST without importing Triton), its signature, its
 configs, the architectures, the stage, the rules, and the kernelrules and Triton
 versions (read from package metadata, not by importing). This cache keys the per-kernel
-records and findings on exactly that, with atomic writes; a corrupt entry is ignored.
+records and findings on exactly that, in a :class:`kernelrules.diskstore.DiskStore`
+(atomic writes, checksummed JSON entries); a corrupt entry is ignored.
 """
 
 from __future__ import annotations
@@ -15,22 +16,16 @@ import hashlib
 import json
 import os
 from dataclasses import asdict, fields
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from .atomicio import write_bytes_atomic
+from .diskstore import DiskStore, triton_version
 from .findings import Finding
 
 FORMAT = 1
-
-
-def _triton_version() -> str:
-    try:
-        return metadata.version("triton")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+#: The file-name prefix of a whole kernel's outcome, filed beside its judgement under the same key.
+OUTCOME = "outcome-"
 
 
 _CODE: list[str] = []
@@ -74,7 +69,8 @@ def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple]
     except Exception:  # noqa: BLE001 - then simply do not cache
         return None
     payload = {
-        "format": FORMAT, "kernelrules": __version__, "code": _code_fingerprint(), "triton": _triton_version(),
+        "format": FORMAT, "kernelrules": __version__, "code": _code_fingerprint(),
+        "triton": triton_version(import_if_unlisted=False),
         "source": source,
         "path": str(Path(kernel.path).resolve()), "kernel": kernel.name, "signature": signature,
         "configs": [[config.to_dict(), line, col] for config, line, col in sites], "fixed": sorted(fixed),
@@ -95,10 +91,11 @@ class JudgementCache:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.root = Path(directory) / "lint"
+        self.store = DiskStore(self.root, ".json")
 
     def get(self, key: str) -> tuple[list[dict], list[Finding]] | None:
         """The records and findings of one judgement, or None."""
-        data = self._read(key)
+        data = self.store.get_json(key)
         if data is None:
             return None
         findings = _findings(data.get("findings"))
@@ -108,11 +105,12 @@ class JudgementCache:
         return list(records), findings
 
     def put(self, key: str, records: list[dict], findings: list[Finding]) -> None:
-        self._write(key, {"records": records, "findings": [asdict(f) for f in findings]})
+        """Store what :meth:`get` returns."""
+        self.store.put_json(key, {"records": records, "findings": [asdict(f) for f in findings]})
 
     def get_outcome(self, key: str) -> dict[str, Any] | None:
         """A whole kernel's outcome (status, message, provenance, records, findings), or None."""
-        data = self._read(f"outcome-{key}")
+        data = self.store.get_json(key, prefix=OUTCOME)
         if data is None:
             return None
         findings = _findings(data.get("findings"))
@@ -125,35 +123,8 @@ class JudgementCache:
     def put_outcome(self, key: str, status: str, message: str | None, provenance: dict[str, str],
                     records: list[dict], findings: list[Finding]) -> None:
         """Store what :meth:`get_outcome` returns."""
-        self._write(f"outcome-{key}", {"status": status, "message": message, "signature_provenance": provenance,
-                                       "records": records, "findings": [asdict(f) for f in findings]})
-
-    def _path(self, name: str) -> Path:
-        return self.root / name[-64:][:2] / f"{name}.json"
-
-    def _read(self, name: str) -> dict[str, Any] | None:
-        try:
-            entry = json.loads(self._path(name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(entry, dict) or entry.get("key") != name or not isinstance(entry.get("data"), dict):
-            return None
-        if entry.get("sha256") != _digest(entry["data"]):
-            return None
-        return entry["data"]
-
-    def _write(self, name: str, data: dict[str, Any]) -> None:
-        path = self._path(name)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            text = json.dumps({"key": name, "sha256": _digest(data), "data": data})
-            write_bytes_atomic(path, text.encode("utf-8"), durable=False)
-        except (OSError, TypeError, ValueError):
-            pass  # a cache that cannot be written only costs time
-
-
-def _digest(data: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+        self.store.put_json(key, {"status": status, "message": message, "signature_provenance": provenance,
+                                  "records": records, "findings": [asdict(f) for f in findings]}, prefix=OUTCOME)
 
 
 def _dicts(value: Any) -> bool:

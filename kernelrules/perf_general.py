@@ -176,7 +176,7 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
         tile_load = float((bm + bn) * bk) * max(1, stages - 1)  # operand tiles in flight per program
         reread = flops * eb * (1.0 / bm + 1.0 / bn) / 2.0
         demand = bm * bn / (32.0 * warps) + (bm + bn) * bk * eb / 4.0 / (32.0 * warps)
-        wgmma = 90 <= arch.sm < 100 and bm % 64 == 0 and warps % 4 == 0
+        wgmma = bool(arch.features.get("wgmma")) and bm % 64 == 0 and warps % 4 == 0
         path = facts.get("mma_path") or ("wgmma" if wgmma else "mma_sync")
     else:
         tile_load = float(_tile(c))
@@ -361,7 +361,7 @@ def _tensor_rate(arch: Any, gpu: Mapping[str, Any], path: str, dtype: str) -> fl
         peak *= EIGHT_BIT_RATE_OF_FP16 if path != "mma_sync" else 1.0
     elif dtype in ("fp32", "tf32"):
         peak *= TF32_RATE_OF_FP16
-    if path == "mma_sync" and 90 <= arch.sm < 100:
+    if path == "mma_sync" and arch.features.get("wgmma"):  # mma.sync where wgmma exists: Hopper
         peak *= MMA_SYNC_RATE_ON_HOPPER
     return peak * 1e12
 

@@ -288,7 +288,7 @@ def _compute_rate(arch: Any, gpu: Mapping[str, Any], path: str, dtype: str, cons
         peak = float(gpu["fp16_tensor_tflops_dense"]) * TF32_RATE_OF_FP16
     elif dtype == "int8" or (dtype == "fp8" and arch.features.get("fp8_tensor_cores") and path != "mma_sync"):
         peak = float(gpu["fp16_tensor_tflops_dense"]) * EIGHT_BIT_RATE_OF_FP16  # mma.sync upcasts fp8 to fp16
-    if path == "mma_sync" and 90 <= arch.sm < 100:
+    if path == "mma_sync" and arch.features.get("wgmma"):  # mma.sync where wgmma exists: Hopper
         peak *= constants.mma_sync_rate_on_hopper
     return peak * 1e12 * constants.sustained_peak
 
@@ -336,14 +336,14 @@ def _first(values: Mapping[str, Any], names: tuple[str, ...]) -> Any:
 
 def _facts_from_names(config: KernelConfig, arch: Any) -> dict[str, Any]:
     """Tile, path and pipeline buffers from constexpr names, when there is no resource model
-    (Triton 3.6's rules: wgmma on sm_90 for M a multiple of 64 and whole warpgroups;
+    (Triton 3.6's rules: wgmma where the profile has it (sm_90) for M a multiple of 64 and whole warpgroups;
     ``num_stages`` buffers with wgmma, ``num_stages - 1`` otherwise)."""
     values = config.constexprs
     bm, bn, bk = (_first(values, _BLOCK_NAMES[a]) for a in "mnk")
     if None in (bm, bn, bk):
         return {}
     warps, stages = config.num_warps or 4, config.num_stages if config.num_stages is not None else 3
-    wgmma = 90 <= arch.sm < 100 and bm % WGMMA_ROWS == 0 and warps % 4 == 0
+    wgmma = bool(arch.features.get("wgmma")) and bm % WGMMA_ROWS == 0 and warps % 4 == 0
     buffers = max(1, stages if wgmma else stages - 1)
     return {"dot_m": bm, "dot_n": bn, "dot_k": bk, "mma_path": "wgmma" if wgmma else "mma_sync",
             "shared_bytes": buffers * (bm + bn) * bk * 2}

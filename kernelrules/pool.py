@@ -5,7 +5,8 @@ ptxas), and a crash in LLVM or ptxas must not take the analyzer down. So every
 compile runs in a worker process:
 
 * workers are started once and reused (Triton is imported once per worker), each
-  as ``python -m kernelrules.pool`` in **its own session / process group**;
+  as ``python -m kernelrules.pool`` in **its own session / process group**
+  (:class:`kernelrules.workers.SupervisedProcess` starts, times and kills them);
 * a job that runs past its time limit gets the whole group killed (``os.killpg``
   with SIGKILL, so ptxas children die too), a ``timeout`` result, and a fresh worker;
 * a worker that dies gets an ``internal`` result for its job and is restarted;
@@ -20,39 +21,33 @@ compile runs in a worker process:
   pointers (:mod:`kernelrules.specialize`), which take the generic ``data_ptr`` path
   with or without torch, so the specializer is initialised with torch hidden.
 
-The parent talks to a worker over pipes: length-prefixed pickles of
-``(job_id, CompileJob, triton_cache_dir)`` on the worker's stdin, ``(job_id,
-CompileResult)`` back on its stdout. The worker moves its own stdout/stderr aside at start so that nothing
-Triton, LLVM or ptxas prints can corrupt that channel; what a failing compile printed
-is returned in :attr:`CompileResult.log`.
+The parent talks to a worker (:mod:`kernelrules.compile_worker`, the worker's side) over
+pipes: length-prefixed pickles of ``(job_id, CompileJob, triton_cache_dir)`` on the
+worker's stdin, ``(job_id, CompileResult)`` back on its stdout. The worker moves its own
+stdout/stderr aside at start so that nothing Triton, LLVM or ptxas prints can corrupt that
+channel; what a failing compile printed is returned in :attr:`CompileResult.log`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
 import selectors
 import shutil
-import signal
-import struct
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+from .compile_worker import HEADER, READY, frame, write_all
 from .compilejob import CompileJob, CompileResult
 from .worker_env import worker_environment
+from .workers import SupervisedProcess, WorkerLog
 
 #: Called after each finished job: ``progress(done, total, job, result)``.
 ProgressHook = Callable[[int, int, CompileJob, CompileResult], None]
-
-_HEADER = struct.Struct(">I")
-_READY = "ready"
 
 #: How long a new worker may take to import Triton and say it is ready.
 STARTUP_TIMEOUT = 120.0
@@ -64,194 +59,24 @@ MAX_START_FAILURES = 3
 _POOL_DEFAULT: object = object()
 
 
-# --------------------------------------------------------------------------- framing
-
-
-def _frame(obj: object) -> bytes:
-    """A length-prefixed pickle."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HEADER.pack(len(data)) + data
-
-
-def _read_exact(fd: int, size: int) -> bytes | None:
-    """Exactly ``size`` bytes from a blocking fd, or None at end of file."""
-    chunks = []
-    while size:
-        chunk = os.read(fd, size)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to a blocking fd."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-# --------------------------------------------------------------------------- worker side
-
-
-def _clear_directory(path: str) -> None:
-    """Remove everything inside ``path`` (the worker's private Triton cache and temp files)."""
-    for entry in os.scandir(path):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass
-
-
-def _run_captured(job: CompileJob, capture_fd: int, use_triton_cache: bool) -> CompileResult:
-    """Compile one job with fd 2 (C++/LLVM diagnostics) going to ``capture_fd``."""
-    from .compilejob import compile_job
-
-    os.ftruncate(capture_fd, 0)
-    os.lseek(capture_fd, 0, os.SEEK_SET)
-    result = compile_job(job, use_triton_cache=use_triton_cache)
-    if not result.ok:
-        os.lseek(capture_fd, 0, os.SEEK_SET)
-        native = os.read(capture_fd, 1 << 20).decode("utf-8", "replace")
-        if native.strip():
-            result.log = (result.log + "\n" + native).strip()[-20000:]
-    return result
-
-
-def _warm_up() -> None:
-    """Pay one-time costs before saying ready: libtriton, and the specializer's set-up.
-
-    Triton's native specializer imports torch once, at its first call, only to give
-    ``torch.Tensor`` arguments a fast path; without torch the same handler is reached
-    through the ``data_ptr`` attribute. A worker specializes stand-in pointers only, so
-    it initialises the specializer with torch hidden and never pays torch's import
-    (seconds with a CUDA build). The specializer does not retry the import later.
-    """
-    import triton.compiler  # noqa: F401 - loads libtriton
-
-    try:
-        from triton.runtime.jit import mangle_type
-
-        from .specialize import _StandInPointer
-
-        with _without_torch():
-            mangle_type(_StandInPointer("fp16"))
-    except Exception:  # noqa: BLE001 - only a warm-up
-        pass
-
-
-@contextlib.contextmanager
-def _without_torch() -> Iterator[None]:
-    """Make ``import torch`` fail inside the block (an ImportError), unless torch is imported already."""
-    hidden = "torch" not in sys.modules
-    if hidden:
-        sys.modules["torch"] = None  # type: ignore[assignment] - the documented way to block an import
-    try:
-        yield
-    finally:
-        if hidden and sys.modules.get("torch", 0) is None:
-            del sys.modules["torch"]
-
-
-def worker_main() -> None:
-    """Serve compile requests from stdin until it closes; answer on the original stdout."""
-    import warnings
-
-    warnings.simplefilter("ignore")
-    scratch = os.environ["KERNELRULES_WORKER_SCRATCH"]  # also TMPDIR, and the private Triton cache
-    _watch_parent(os.getppid(), scratch)  # first: the parent may die while Triton imports
-    requests = sys.stdin.buffer.fileno()
-    answers = os.dup(1)
-    capture = tempfile.TemporaryFile()
-    os.dup2(capture.fileno(), 1)  # stray prints from Triton, LLVM or ptxas go here
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
-    _warm_up()  # an import error goes to stderr, which the parent keeps for its report
-    os.dup2(capture.fileno(), 2)
-    sys.stderr = sys.stdout
-
-    try:
-        _write_all(answers, _frame((_READY, os.getpid())))
-    except OSError:  # the pool is gone already
-        shutil.rmtree(scratch, ignore_errors=True)
-        return
-    while True:
-        header = _read_exact(requests, _HEADER.size)
-        payload = None if header is None else _read_exact(requests, _HEADER.unpack(header)[0])
-        if payload is None:  # the pool closed our stdin, or its process is gone
-            shutil.rmtree(scratch, ignore_errors=True)
-            return
-        job_id, job, shared_cache = pickle.loads(payload)
-        # Triton reads TRITON_CACHE_DIR at every compile: a shared cache is used as is,
-        # the private one is bypassed (always_compile) and emptied after the job.
-        os.environ["TRITON_CACHE_DIR"] = shared_cache or scratch
-        try:
-            result = _run_captured(job, capture.fileno(), use_triton_cache=bool(shared_cache))
-        except BaseException as exc:  # noqa: BLE001 - report, then keep serving
-            result = CompileResult.failure("internal", f"worker: {type(exc).__name__}: {exc}")
-        try:
-            _write_all(answers, _frame((job_id, result)))
-        except OSError:  # the pool is gone: nobody reads the answer
-            shutil.rmtree(scratch, ignore_errors=True)
-            return
-        _clear_directory(scratch)
-
-
-def _watch_parent(parent: int, scratch: str, period: float = 0.5) -> None:
-    """A killed ``kernelrules lint`` must not leave its workers compiling: when the pool's process is
-    gone (this worker is re-parented), remove the scratch directory and SIGKILL this worker's process
-    group, ptxas included. A worker reads its next job only after the current compile, so the closed
-    pipe alone would let a long compile run on."""
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(period)
-        shutil.rmtree(scratch, ignore_errors=True)
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="kernelrules-parent-watch", daemon=True).start()
-
-
-# --------------------------------------------------------------------------- parent side
-
-
 @dataclass
 class _Worker:
-    """One worker process and what it is doing."""
+    """One compile worker: its supervised process, scratch directory, unread answer bytes and the job it runs."""
 
-    proc: subprocess.Popen
+    process: SupervisedProcess
     scratch: str
     buffer: bytearray = field(default_factory=bytearray)
-    ready: bool = False
-    started: float = field(default_factory=time.monotonic)
     job_id: int | None = None
     job: CompileJob | None = None
-    deadline: float = 0.0
     dispatched: float = 0.0
+
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.process.proc
 
     @property
     def fd(self) -> int:
         return self.proc.stdout.fileno()  # type: ignore[union-attr]
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the worker's whole process group (ptxas children included) and reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
-        pass
-    for stream in (proc.stdin, proc.stdout):
-        try:
-            if stream is not None:
-                stream.close()
-        except OSError:
-            pass
 
 
 def _stop_workers(workers: list[_Worker], owner: int | None = None) -> None:
@@ -263,7 +88,7 @@ def _stop_workers(workers: list[_Worker], owner: int | None = None) -> None:
     if owner is not None and os.getpid() != owner:
         return
     for worker in workers:
-        _kill_group(worker.proc)
+        worker.process.close()
         shutil.rmtree(worker.scratch, ignore_errors=True)
     workers.clear()
 
@@ -341,32 +166,23 @@ class CompilePool:
     def _forget_workers(self) -> None:
         """In a forked child: close this process's copies of the parent's worker pipes, kill nothing."""
         for worker in self._workers:
-            for stream in (worker.proc.stdin, worker.proc.stdout):
-                try:
-                    if stream is not None:
-                        stream.close()
-                except OSError:
-                    pass
+            worker.process.release_pipes()
         self._workers.clear()
         self._finalizer.detach()
 
     def _spawn(self) -> _Worker:
         """Start a worker in a new session, with its private Triton cache and temp dir."""
         scratch = tempfile.mkdtemp(prefix="kernelrules-worker-")
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
         # Only what a cross-compile reads (kernelrules.worker_env): no credentials reach Triton or ptxas.
-        env = worker_environment(TMPDIR=scratch, PYTHONUNBUFFERED="1", PYTHONPATH=python_path,
-                                 KERNELRULES_WORKER_SCRATCH=scratch, TRITON_CACHE_DIR=scratch)  # cache set per job
+        env = worker_environment(TMPDIR=scratch, KERNELRULES_WORKER_SCRATCH=scratch,
+                                 TRITON_CACHE_DIR=scratch)  # the cache is set per job
         env.pop("TRITON_INTERPRET", None)  # workers cross-compile; a traced or tested command may interpret
-        with open(os.path.join(scratch, "worker-stderr.log"), "wb") as early_stderr:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "kernelrules.pool"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=early_stderr,
-                start_new_session=True, env=env, close_fds=True,
-                cwd=scratch,  # not the user's directory: a source checkout there must not shadow the installed package
-            )
-        worker = _Worker(proc=proc, scratch=scratch)
+        process = SupervisedProcess.start(
+            "kernelrules.pool", env=env, log=WorkerLog(os.path.join(scratch, "worker-stderr.log")),
+            startup_timeout=STARTUP_TIMEOUT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            cwd=scratch,  # not the user's directory: a source checkout there must not shadow the installed package
+        )
+        worker = _Worker(process=process, scratch=scratch)
         os.set_blocking(worker.fd, False)
         self._selector.register(worker.fd, selectors.EVENT_READ, worker)
         self._workers.append(worker)
@@ -378,7 +194,7 @@ class CompilePool:
             self._selector.unregister(worker.fd)
         except (KeyError, ValueError, OSError):
             pass
-        _kill_group(worker.proc)
+        worker.process.close()
         shutil.rmtree(worker.scratch, ignore_errors=True)
         if worker in self._workers:
             self._workers.remove(worker)
@@ -437,7 +253,7 @@ class CompilePool:
         """A cached result, or a spec error found while computing the cache key."""
         if cache is None:
             return None, None
-        from .compilejob import _prepare_failure, prepare
+        from .compilejob import prepare, prepare_failure
         from .errors import KernelSourceError, SignatureSpecError
 
         import warnings
@@ -448,7 +264,7 @@ class CompilePool:
                 warnings.simplefilter("ignore")
                 handle, spec = prepare(job)
         except (KernelSourceError, SignatureSpecError) as exc:
-            result = _prepare_failure(exc)
+            result = prepare_failure(exc)
             result.compile_seconds = time.perf_counter() - start
             return result, None
         except Exception:  # noqa: BLE001 - let the worker compile and classify it, uncached
@@ -473,7 +289,7 @@ class CompilePool:
         while queue and len(self._workers) < self.max_workers and len(self._workers) < len(queue) + self._busy():
             self._spawn()
         for worker in self._workers:
-            if queue and worker.ready and worker.job is None:
+            if queue and worker.process.ready and worker.job is None:
                 job, key = queue.pop(0)
                 self._dispatch(worker, job, key, shared_dir)
 
@@ -486,19 +302,19 @@ class CompilePool:
         self._next_id += 1
         worker.job_id, worker.job = self._next_id, job
         self._keys[self._next_id] = key
-        worker.dispatched = time.monotonic()
         limit = job.timeout if job.timeout is not None else self.timeout
-        worker.deadline = worker.dispatched + limit
+        worker.dispatched = time.monotonic()
+        worker.process.arm(limit, now=worker.dispatched)
         try:
-            _write_all(worker.proc.stdin.fileno(), _frame((worker.job_id, job, shared_dir)))  # type: ignore[union-attr]
+            write_all(worker.proc.stdin.fileno(), frame((worker.job_id, job, shared_dir)))  # type: ignore[union-attr]
         except OSError:
             pass  # the worker died; _wait sees its end of file
 
     def _wait(self) -> list[tuple[CompileJob, CompileResult, str | None]]:
         """Wait for the next answer, end of file or deadline; return the finished jobs."""
         now = time.monotonic()
-        deadlines = [w.deadline if w.job is not None else w.started + STARTUP_TIMEOUT
-                     for w in self._workers if w.job is not None or not w.ready]
+        deadlines = [w.process.deadline if w.job is not None else w.process.startup_deadline
+                     for w in self._workers if w.job is not None or not w.process.ready]
         wait = max(0.0, min(deadlines) - now) if deadlines else 1.0
         finished: list[tuple[CompileJob, CompileResult, str | None]] = []
         for selector_key, _ in self._selector.select(timeout=min(wait, 5.0)):
@@ -518,15 +334,15 @@ class CompilePool:
             return self._on_death(worker)
         worker.buffer.extend(chunk)
         finished = []
-        while len(worker.buffer) >= _HEADER.size:
-            size = _HEADER.unpack_from(worker.buffer)[0]
-            if len(worker.buffer) < _HEADER.size + size:
+        while len(worker.buffer) >= HEADER.size:
+            size = HEADER.unpack_from(worker.buffer)[0]
+            if len(worker.buffer) < HEADER.size + size:
                 break
-            payload = bytes(worker.buffer[_HEADER.size:_HEADER.size + size])
-            del worker.buffer[:_HEADER.size + size]
+            payload = bytes(worker.buffer[HEADER.size:HEADER.size + size])
+            del worker.buffer[:HEADER.size + size]
             tag, value = pickle.loads(payload)
-            if tag == _READY:
-                worker.ready = True
+            if tag == READY:
+                worker.process.ready = True
                 self._start_failures = 0
             elif tag == worker.job_id and worker.job is not None:
                 finished.append((worker.job, value, self._keys.pop(tag, None)))
@@ -535,15 +351,15 @@ class CompilePool:
 
     def _on_death(self, worker: _Worker) -> list[tuple[CompileJob, CompileResult, str | None]]:
         """A worker closed its pipe: report its job as ``internal`` and forget it."""
-        job, job_id, was_ready = worker.job, worker.job_id, worker.ready
-        if not was_ready:
+        job, job_id = worker.job, worker.job_id
+        if not worker.process.ready:
             self._note_start_failure(worker)
         self._retire(worker)
-        code = worker.proc.returncode
+        death = worker.process.death()
         if job is None:
             return []
         self._keys.pop(job_id, None)
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        how = f"killed by signal {death.signal}" if death.signal is not None else f"exit code {death.returncode}"
         result = CompileResult.failure("internal", f"compile worker died ({how}) while compiling {job.describe()}")
         result.compile_seconds = time.monotonic() - worker.dispatched
         return [(job, result, None)]
@@ -551,27 +367,23 @@ class CompilePool:
     def _note_start_failure(self, worker: _Worker) -> None:
         """Count a worker that never became ready and keep what it printed (an import error)."""
         self._start_failures += 1
-        try:
-            with open(os.path.join(worker.scratch, "worker-stderr.log"), "rb") as log:
-                self._start_error = log.read()[-4000:].decode("utf-8", "replace")
-        except OSError:
-            pass
+        self._start_error = worker.process.log_tail(4000)
 
     def _expire(self) -> list[tuple[CompileJob, CompileResult, str | None]]:
         """Kill workers past their deadline (job time limit, or start-up limit)."""
         now = time.monotonic()
         finished = []
         for worker in list(self._workers):
-            if worker.job is not None and now >= worker.deadline:
+            if worker.job is not None and worker.process.past_deadline(now):
                 job, elapsed = worker.job, now - worker.dispatched
                 self._keys.pop(worker.job_id, None)
                 self._retire(worker)
-                limit = worker.deadline - worker.dispatched
+                limit = worker.process.deadline - worker.dispatched
                 result = CompileResult.failure(
                     "timeout", f"compile took longer than {limit:g} s: {job.describe()}", compile_seconds=elapsed
                 )
                 finished.append((job, result, None))
-            elif not worker.ready and now >= worker.started + STARTUP_TIMEOUT:
+            elif worker.process.startup_expired(now):
                 self._note_start_failure(worker)
                 self._retire(worker)
         return finished
@@ -585,5 +397,7 @@ def compile_all(
         return list(pool.run(jobs))
 
 
-if __name__ == "__main__":
-    worker_main()
+if __name__ == "__main__":  # a worker: the module name is the one the pool has always started
+    from .compile_worker import main
+
+    main()

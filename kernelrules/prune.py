@@ -33,13 +33,8 @@ from .resource_model import (ModelError, ResourceModel, choose_probes, learn, pr
                              synthetic_probes)
 from .space import Space, load_space
 
-#: Facts copied into the JSON record (the rest stays available in Python).
-REPORTED_FACTS = (
-    "origin", "compile_status", "compile_message", "compile_seconds", "shared_bytes", "shared_bytes_max",
-    "registers", "spill_bytes", "mma_path", "accumulator_registers_per_thread", "pipelined", "dot_m", "dot_n",
-    "dot_k", "active_blocks_per_sm", "active_warps_per_sm", "occupancy", "occupancy_limiter",
-    "bank_conflict_ways", "local_memory_ops",
-)
+#: Facts copied into the JSON record (the rest stays available in Python), declared in the fact catalogue.
+from .facts_catalogue import REPORTED_FACTS
 
 Progress = Callable[[str, int, int], None]
 

@@ -3,7 +3,9 @@
 kernelrules walks Python syntax in two places without ever calling ``eval``: config lists
 of ``@triton.autotune`` (:mod:`kernelrules.autotune_eval`) and the ``problem`` section of
 a space file (:mod:`kernelrules.tune.safeexpr`). Each allows a subset of these operators,
-picked by node type, so an operator missing from its subset is refused by name.
+picked by node type, so an operator missing from its subset is refused by name, and both
+walk comparisons, conditionals and slices with the functions below (each takes the
+interpreter's own ``evaluate`` of a child node, so its step counting and errors stay its own).
 """
 
 from __future__ import annotations
@@ -26,6 +28,29 @@ COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not,
 }
+
+
+def compare_chain(node: ast.Compare, evaluate: Callable[[ast.AST], Any],
+                  table: dict[type, Callable[[Any, Any], Any]]) -> bool:
+    """Python's chained comparison ``a < b <= c``: each operand evaluated once, from the left, and
+    none after the first false link (``table`` is the interpreter's allowed subset of :data:`COMPARE`)."""
+    left = evaluate(node.left)
+    for op, comparator in zip(node.ops, node.comparators):
+        right = evaluate(comparator)
+        if not table[type(op)](left, right):
+            return False
+        left = right
+    return True
+
+
+def conditional(node: ast.IfExp, evaluate: Callable[[ast.AST], Any]) -> Any:
+    """``body if test else orelse``, evaluating only the branch taken."""
+    return evaluate(node.body if evaluate(node.test) else node.orelse)
+
+
+def make_slice(node: ast.Slice, evaluate: Callable[[ast.AST], Any]) -> slice:
+    """The ``slice`` of ``lower:upper:step``; a missing part is None."""
+    return slice(*(None if part is None else evaluate(part) for part in (node.lower, node.upper, node.step)))
 
 
 def subset(table: dict[type, Callable], excluded: Iterable[type]) -> dict[type, Callable]:

@@ -134,7 +134,7 @@ class ResourceModel:
     """What the probes taught about one kernel on one architecture."""
 
     arch: str
-    sm: int
+    wgmma: bool  # the profile's feature: Hopper's warpgroup MMA (wgmma.mma_async)
     dots: tuple[DotTerm, ...]
     paths: dict[str, tuple[AllocTerm, ...]]
     probes: list[dict[str, Any]] = field(default_factory=list)
@@ -175,7 +175,7 @@ class ResourceModel:
                     and num_warps in self.tcgen05_num_warps and floating):
                 return "tcgen05"
             return "mma_sync"
-        if self.sm < 90 or self.sm >= 100:
+        if not self.wgmma:
             return "mma_sync"
         if m >= self.wgmma_m_multiple and m % self.wgmma_m_multiple == 0 and num_warps % 4 == 0:
             return "wgmma"
@@ -516,7 +516,7 @@ def learn(probes: Sequence[Probe], arch: Any) -> ResourceModel:
     features = arch.namespace()
     return ResourceModel(
         arch=arch.name,
-        sm=arch.sm,
+        wgmma=bool(features.get("wgmma", False)),
         dots=dots,
         paths=paths,
         probes=[{"config": p.config.to_dict(), "path": p.path} for p in probes],

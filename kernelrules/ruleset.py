@@ -28,7 +28,7 @@ from .yamlio import LocatedDocument, load_file, load_text
 
 SEVERITIES = ("error", "warning", "info")
 STAGES = ("config", "compiled")
-FAMILY_SELECTORS = ("ampere", "ada", "hopper", "blackwell", "cdna3")
+SELECTORS = ("all", "nvidia", "amd")  # besides families and sm_XX / sm_XX+
 _SELECTOR = re.compile(r"sm_(\d{2,3})([a-z]?)(\+?)\Z")
 
 
@@ -95,16 +95,24 @@ def _condition_names(rule: "Rule") -> tuple[frozenset[str], frozenset[str]]:
     return roots, facts
 
 
+def architecture_families() -> tuple[str, ...]:
+    """The families of the architecture profiles, in profile order: the family selectors of
+    ``applies_to``. A new family is a new profile file; no code names the families."""
+    from .arch import list_archs
+
+    return tuple(dict.fromkeys(arch.family for arch in list_archs()))
+
+
 def selector_matches(selector: str, arch: Any) -> bool:
     """Match one ``applies_to`` selector: all, a vendor, a family, ``sm_80`` or ``sm_80+``."""
     if selector == "all":
         return True
     if selector in ("nvidia", "amd"):
         return arch.vendor == selector
-    if selector in FAMILY_SELECTORS:
-        return arch.family == selector
     match = _SELECTOR.match(selector)
-    if not match or arch.vendor != "nvidia":
+    if match is None:
+        return arch.family == selector
+    if arch.vendor != "nvidia":
         return False
     sm = int(match.group(1))
     return arch.sm >= sm if match.group(3) else arch.sm == sm
@@ -276,6 +284,18 @@ def _repairs(doc: LocatedDocument, items: Sequence[Mapping[str, Any]]) -> tuple[
     return tuple(repairs)
 
 
+def _check_selectors(doc: LocatedDocument, selectors: Sequence[str]) -> None:
+    """Every ``applies_to`` selector names a target (the schema checks only its spelling)."""
+    families = architecture_families()
+    for i, selector in enumerate(selectors):
+        if selector in SELECTORS or selector in families or _SELECTOR.match(selector):
+            continue
+        line, col = doc.where(("applies_to", i)) or (None, None)
+        raise RuleFileError(f"invalid rule at 'applies_to.{i}': unknown architecture selector {selector!r}",
+                            path=doc.source, line=line, column=col,
+                            hint=f"use {', '.join(SELECTORS)}, sm_XX, sm_XX+ or a family: {', '.join(families)}")
+
+
 def rule_from_document(doc: LocatedDocument, expected_code: str | None = None) -> Rule:
     """Validate one parsed rule file and build its :class:`Rule`."""
     if not isinstance(doc.data, dict):
@@ -288,6 +308,7 @@ def rule_from_document(doc: LocatedDocument, expected_code: str | None = None) -
         key = ".".join(str(p) for p in path) or "<top level>"
         raise RuleFileError(f"invalid rule at '{key}': {error.message}", path=doc.source, line=line, column=col)
     data = doc.data
+    _check_selectors(doc, data["applies_to"])
     if expected_code is not None and data["code"] != expected_code:
         line, col = doc.where(("code",)) or (None, None)
         raise RuleFileError(

@@ -90,7 +90,7 @@ class Specialization:
         return ASTSource(fn, dict(self.signature), dict(self.constexprs), dict(self.attrs))
 
 
-class _StandInPointer:
+class StandInPointer:
     """Looks like a tensor to Triton's specializer: a dtype and an aligned address."""
 
     def __init__(self, dtype: str) -> None:
@@ -146,7 +146,7 @@ def _stand_in(value: Any, *, arg: str) -> Any:
     if isinstance(value, str):
         canonical, pointer = canonical_type(value, arg=arg)
         if pointer:
-            return _StandInPointer(canonical)
+            return StandInPointer(canonical)
         if canonical[:2] in ("fp", "bf"):
             return _UNKNOWN_FLOAT
         if canonical == "u1":

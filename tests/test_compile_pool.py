@@ -199,6 +199,16 @@ def test_syntax_error_is_a_located_compile_error(tmp_path):
     assert (result.error_path, result.error_line) == (str(path), 4)
 
 
+def test_prepare_failure_classifies_an_unusable_kernel_or_spec():
+    from kernelrules.compilejob import prepare_failure
+    from kernelrules.errors import KernelSyntaxError, SignatureSpecError
+
+    syntax = prepare_failure(KernelSyntaxError("syntax error: ')' expected", path="k.py", line=4))
+    assert (syntax.error_kind, syntax.error_path, syntax.error_line) == ("compile_error", "k.py", 4)
+    spec = prepare_failure(SignatureSpecError("x_ptr: unknown type '*fp99'"))
+    assert spec.error_kind == "spec_error" and "unknown type" in spec.message and not spec.ok
+
+
 def test_jobs_are_hashable_values():
     assert matmul_job() == matmul_job() and hash(matmul_job()) == hash(matmul_job())
     assert len({matmul_job(), matmul_job(), matmul_job(bk=64)}) == 2

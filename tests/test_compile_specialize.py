@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kernelrules.errors import KernelrulesError, SignatureSpecError
 from kernelrules.kernelsource import load_kernel
-from kernelrules.specialize import _StandInPointer, specialize
+from kernelrules.specialize import StandInPointer, specialize
 
 triton = pytest.importorskip("triton")
 from triton.backends.compiler import GPUTarget  # noqa: E402
@@ -105,7 +105,7 @@ def scalars(tmp_path_factory):
 
 
 def test_matmul_matches_jit_with_stand_in_tensors(matmul):
-    tensors = {name: _StandInPointer("fp16") for name in ("a_ptr", "b_ptr", "c_ptr")}
+    tensors = {name: StandInPointer("fp16") for name in ("a_ptr", "b_ptr", "c_ptr")}
     ours = assert_same_as_jit(matmul, MATMUL_SPEC, MATMUL_CONFIG, {**MATMUL_SPEC, **tensors})
     assert ours.attrs_by_name() == {
         name: [["tt.divisibility", 16]]
@@ -137,7 +137,7 @@ def test_torch_dtypes_match_pointer_type_strings(scalars):
 def test_do_not_specialize_and_annotations(scalars):
     spec = {"p": "*fp32", "p_noalign": "*fp32", "a": 1, "b": 32, "c": 2**40, "n_nospec": 64, "m_noalign": 64,
             "f": 2.5, "flag": False, "q": 16, "opt": None}
-    stand_ins = {"p": _StandInPointer("fp32"), "p_noalign": _StandInPointer("fp32")}
+    stand_ins = {"p": StandInPointer("fp32"), "p_noalign": StandInPointer("fp32")}
     ours = assert_same_as_jit(scalars, spec, {"BLOCK": 16}, {**spec, **stand_ins})
     assert ours.signature["a"] == "constexpr"          # == 1
     assert ours.signature["c"] == "i64"                # does not fit in i32
@@ -156,7 +156,7 @@ def test_any_int_values_match_jit(scalars, values):
     names = ["a", "b", "c", "n_nospec", "m_noalign"]
     spec = {"p": "*fp16", "p_noalign": "*fp16", **dict(zip(names, values)), "f": 0.5, "flag": True, "q": 3, "opt": None}
     assert_same_as_jit(scalars, spec, {"BLOCK": 32},
-                       {**spec, "p": _StandInPointer("fp16"), "p_noalign": _StandInPointer("fp16")})
+                       {**spec, "p": StandInPointer("fp16"), "p_noalign": StandInPointer("fp16")})
 
 
 def test_unknown_values_are_not_specialized(scalars):

@@ -178,12 +178,12 @@ def test_warm_lint_reuses_judgements_and_ignores_corrupt_entries(run_cli, tmp_pa
         entry.write_text(json.dumps(doc))
     assert run_cli(*args).stdout == cold.stdout
     # The wrong shape (records not a list of objects), with a matching checksum: ignored too.
-    from kernelrules.judgement_cache import _digest
+    from kernelrules.diskstore import content_digest
 
     for entry in entries:
         doc = json.loads(entry.read_text())
         doc["data"]["records"] = [1, 2]
-        doc["sha256"] = _digest(doc["data"])
+        doc["sha256"] = content_digest(doc["data"])
         entry.write_text(json.dumps(doc))
     assert run_cli(*args).stdout == cold.stdout
 

@@ -5,38 +5,24 @@ module docstring for the protocol). Here: set ``CUDA_VISIBLE_DEVICES``, ``TRITON
 and the shared Triton cache *before* torch or Triton is imported, load the kernel and the
 problem, check that the reference runs, say ``ready``, then answer ``evaluate``, ``time``
 and ``baseline`` requests until told to stop. The process dies with its driver
-(``PR_SET_PDEATHSIG`` and a watchdog thread) and exits after an error that loses the
-CUDA context, so the driver starts a fresh one.
+(``PR_SET_PDEATHSIG`` and a watchdog thread, from :mod:`kernelrules.workers`) and exits
+after an error that loses the CUDA context, so the driver starts a fresh one.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import time
 import traceback
 from typing import Any, Mapping
 
+from ..workers import die_with_parent, watch_parent
 from .worker import WorkerSettings, visible_device
 
 
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - not Linux: the watchdog below still works
-        pass
-    parent = os.getppid()
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
+def _exit_now() -> None:
+    """The driver is gone: nobody reads this worker's answers (``os._exit``: no clean-up can hang)."""
+    os._exit(1)
 
 
 class _Session:
@@ -228,7 +214,8 @@ def _launch_facts(compiled: Any) -> dict[str, Any]:
 
 def worker_main(conn: Any, settings: WorkerSettings) -> None:
     """Entry point of a benchmark worker process."""
-    _die_with_parent()
+    die_with_parent()
+    watch_parent(_exit_now, period=1.0)
     if settings.gpu is not None and not settings.interpret:
         try:
             os.environ["CUDA_VISIBLE_DEVICES"] = visible_device(str(settings.gpu),

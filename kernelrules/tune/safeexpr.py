@@ -21,6 +21,16 @@ with a message naming the construct:
 
 Names with a leading underscore, lambdas, comprehensions, other attributes and
 every other function are refused before anything is evaluated.
+
+Why a space file keeps two syntaxes (``constraints`` in the rule language of
+:mod:`kernelrules.expr`, ``problem`` here): neither interpreter can take the other's
+expressions without changing what users see. The rule language has no tensors, ``@``,
+methods, subscripts or bare names (the reference ``torch.softmax(x.float(), dim=-1)``,
+the grid ``cdiv(M, BLOCK_M)``); evaluating ``constraints`` here would need namespace
+attributes (``config.BLOCK_M``) and ``true``/``false``, and would replace the located
+load-time errors and run-time messages of :mod:`kernelrules.space`. What the two Python
+subsets walk alike (chained comparisons, conditionals, slices) lives once, in
+:mod:`kernelrules.pyops`, shared with :mod:`kernelrules.autotune_eval`.
 """
 
 from __future__ import annotations
@@ -31,7 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import KernelrulesError
-from ..pyops import BINARY, COMPARE, UNARY, cdiv, next_power_of_2, subset
+from ..pyops import (BINARY, COMPARE, UNARY, cdiv, compare_chain, conditional, make_slice, next_power_of_2,
+                     subset)
 
 MAX_LENGTH = 2000
 
@@ -258,22 +269,15 @@ class SafeExpression:
         if isinstance(node, ast.UnaryOp):
             return _UNARY[type(node.op)](self._eval(node.operand, env))
         if isinstance(node, ast.Compare):
-            left = self._eval(node.left, env)
-            for op, comparator in zip(node.ops, node.comparators):
-                right = self._eval(comparator, env)
-                if not _COMPARE[type(op)](left, right):
-                    return False
-                left = right
-            return True
+            return compare_chain(node, lambda child: self._eval(child, env), _COMPARE)
         if isinstance(node, ast.IfExp):
-            return self._eval(node.body if self._eval(node.test, env) else node.orelse, env)
+            return conditional(node, lambda child: self._eval(child, env))
         if isinstance(node, ast.Tuple):
             return tuple(self._eval(e, env) for e in node.elts)
         if isinstance(node, ast.List):
             return [self._eval(e, env) for e in node.elts]
         if isinstance(node, ast.Slice):
-            parts = [None if p is None else self._eval(p, env) for p in (node.lower, node.upper, node.step)]
-            return slice(*parts)
+            return make_slice(node, lambda child: self._eval(child, env))
         if isinstance(node, ast.Subscript):
             return self._eval(node.value, env)[self._eval(node.slice, env)]
         if isinstance(node, ast.Attribute):

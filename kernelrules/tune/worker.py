@@ -16,17 +16,17 @@ tell a compile time-out from a hang. A config that hangs is killed at its deadli
 illegal address (the CUDA context is lost) makes the worker answer and exit; a
 segfault kills it. In every case the driver records the config as failed with its
 class and starts a fresh worker. Workers die with the driver (``PR_SET_PDEATHSIG``
-and a watchdog thread).
+and a watchdog thread). Starting, timing, killing and classifying the process is
+:class:`kernelrules.workers.SupervisedProcess`'s; this module keeps the protocol.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..workers import Death, SupervisedProcess, WorkerLog
 from .problem import ProblemSpec
 
 STARTUP_TIMEOUT = 300.0
@@ -83,16 +83,13 @@ class BenchWorker:
         self.settings = settings
         self.compile_timeout = compile_timeout
         self.bench_timeout = bench_timeout
-        self.proc: Any = None
+        self.process: SupervisedProcess | None = None
         self.conn: Any = None
         self.info: dict[str, Any] = {}
         self.request: Any = None
         self.tag: Any = None
         self.phase = ""
-        self.deadline = 0.0
         self.restarts = 0
-        self._restarting = False
-        self._log: Any = None
 
     @property
     def label(self) -> str:
@@ -103,39 +100,24 @@ class BenchWorker:
         return self.request is not None
 
     def start(self) -> None:
+        """Start the worker process (without waiting for it) and send it the settings."""
         import socket
-        import subprocess
-        import sys
-        import tempfile
         from multiprocessing.connection import Connection
 
-        if self._log is not None:  # a restart: the previous worker's output is no longer read
-            self._log.close()
-
+        if self.process is not None:  # a restart: the previous worker's output is no longer read
+            self.process.close()
         ours, theirs = socket.socketpair()
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        python_path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, PYTHONPATH=python_path, PYTHONUNBUFFERED="1")
-        self._log = tempfile.TemporaryFile()
-        # -P (3.11+): not the working directory first on sys.path, so the worker imports the kernelrules the
-        # driver runs (package_root, on PYTHONPATH) even when started from a checkout's root
-        isolate = ["-P"] if sys.version_info >= (3, 11) else []
-        self.proc = subprocess.Popen([sys.executable, *isolate, "-m", "kernelrules.tune.bench_process", str(theirs.fileno())],
-                                     pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True, env=env, close_fds=True)
+        # the worker gets this process's whole environment: its kernel, harness and reference may read any of it
+        self.process = SupervisedProcess.start("kernelrules.tune.bench_process", [str(theirs.fileno())],
+                                               env=os.environ, log=WorkerLog(), startup_timeout=STARTUP_TIMEOUT,
+                                               pass_fds=[theirs.fileno()])
         theirs.close()
         self.conn = Connection(ours.detach())
         self.conn.send(self.settings)
 
     def log_tail(self) -> str:
         """The last lines the worker printed (for a start-up failure)."""
-        if self._log is None:
-            return ""
-        try:
-            self._log.seek(0)
-            return self._log.read()[-2000:].decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
+        return self.process.log_tail(2000) if self.process is not None else ""
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT) -> dict[str, Any]:
         """Block until the worker is ready; raise WorkerError with its message if it cannot start."""
@@ -145,7 +127,7 @@ class BenchWorker:
         try:
             message = self.conn.recv()
         except (EOFError, OSError):
-            code = self.proc.wait(timeout=10) if self.proc is not None else None
+            code = self.process.death(wait=10).returncode if self.process is not None else None
             tail = self.log_tail().strip().splitlines()
             self.kill()
             raise WorkerError(f"benchmark worker ({self.label}) died while starting (exit code {code})"
@@ -154,16 +136,28 @@ class BenchWorker:
             self.kill()
             raise WorkerError(f"the problem cannot run: {message[1]}")
         self.info = message[1]
+        if self.process is not None:
+            self.process.ready = True
         return self.info
 
     def send(self, request: tuple, tag: Any) -> None:
+        """Send ``request`` (answered with ``tag``) and start the clock of its first phase."""
         self.request, self.tag = request, tag
-        self.phase = "compile" if request[0] == "evaluate" else "time"
-        self.deadline = time.monotonic() + (self.compile_timeout if self.phase == "compile" else self.bench_timeout)
+        self._enter_phase("compile" if request[0] == "evaluate" else "time")
         try:
             self.conn.send(request)
         except (OSError, BrokenPipeError):
             pass  # the worker died: handle() sees end of file
+
+    def _enter_phase(self, phase: str) -> None:
+        """The running request is now in ``phase``: it gets that phase's time limit from now."""
+        self.phase = phase
+        if self.process is not None:
+            self.process.arm(self._limit())
+
+    def _limit(self) -> float:
+        """The time limit of the current phase: compiles get their own, everything else the benchmark's."""
+        return self.compile_timeout if self.phase == "compile" else self.bench_timeout
 
     def handle(self) -> tuple[Any, dict] | None:
         """Read one message; return (tag, result) when the request finished (or the worker died)."""
@@ -172,9 +166,7 @@ class BenchWorker:
         except (EOFError, OSError):
             return self._died()
         if message[0] == "phase":
-            self.phase = message[1]
-            limit = self.compile_timeout if self.phase == "compile" else self.bench_timeout
-            self.deadline = time.monotonic() + limit
+            self._enter_phase(message[1])
             return None
         if message[0] == "result":
             result = message[1]
@@ -190,32 +182,26 @@ class BenchWorker:
 
     def expire(self) -> tuple[Any, dict] | None:
         """Kill a request past its deadline: a compile time-out or a hang."""
-        if not self.busy or time.monotonic() < self.deadline:
+        if not self.busy or self.process is None or not self.process.past_deadline():
             return None
         status = "compile_timeout" if self.phase == "compile" else "timeout"
-        limit = self.compile_timeout if self.phase == "compile" else self.bench_timeout
+        limit = self._limit()
         self.restart()
         return self._finish({"status": status, "phase": self.phase,
                              "error": f"no answer within {limit:g} s in the {self.phase} phase; worker killed"})
 
     def _died(self) -> tuple[Any, dict] | None:
-        code = None
-        if self.proc is not None:
-            try:
-                code = self.proc.wait(timeout=5)
-            except Exception:  # noqa: BLE001 - still alive after closing its end: killed below
-                code = None
+        """The worker closed its end: classify its death (a signal, an exit code) and start a fresh one."""
+        death = self.process.death(wait=5) if self.process is not None else Death(None)
         phase = self.phase
         self.restart()
         if not self.request:
             return None
-        if code is not None and code < 0:
-            sig = -code
-            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-            status = "illegal_address" if sig in (signal.SIGSEGV, signal.SIGBUS) else "crash"
-            error = f"the worker died of {name} in the {phase} phase"
+        if death.signal is not None:
+            status = "illegal_address" if death.memory_fault else "crash"
+            error = f"the worker died of {death.signal_name} in the {phase} phase"
         else:
-            status, error = "crash", f"the worker exited (code {code}) in the {phase} phase"
+            status, error = "crash", f"the worker exited (code {death.returncode}) in the {phase} phase"
         return self._finish({"status": status, "phase": phase, "error": error})
 
     def _finish(self, result: dict) -> tuple[Any, dict]:
@@ -224,27 +210,20 @@ class BenchWorker:
         return tag, result
 
     def restart(self) -> None:
+        """Kill the worker and start a fresh one (:meth:`ensure_ready` waits for it)."""
         self.kill()
         self.restarts += 1
         self.start()
-        self._restarting = True
 
     def ensure_ready(self) -> None:
         """After a restart, wait until the fresh worker is ready (it has no request yet)."""
-        if getattr(self, "_restarting", False):
-            self._restarting = False
+        if self.process is not None and not self.process.ready:
             self.wait_ready()
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-            try:
-                self.proc.wait(timeout=10)
-            except Exception:  # noqa: BLE001 - SIGKILL does not fail
-                pass
+        """Kill the worker's process group and close the connection."""
+        if self.process is not None:
+            self.process.kill()
         if self.conn is not None:
             try:
                 self.conn.close()
@@ -252,13 +231,13 @@ class BenchWorker:
                 pass
 
     def stop(self) -> None:
-        if self.conn is not None and self.proc is not None and self.proc.poll() is None and not self.busy:
+        """Ask an idle worker to stop (killing it if it does not), then close its log."""
+        if self.conn is not None and self.process is not None and self.process.alive() and not self.busy:
             try:
                 self.conn.send(("stop",))
-                self.proc.wait(timeout=5)
+                self.process.proc.wait(timeout=5)
             except Exception:  # noqa: BLE001 - killed below
                 pass
         self.kill()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if self.process is not None:
+            self.process.log.close()
