@@ -428,10 +428,8 @@ def lint_command(
         from .pinned import load_table
 
         tables = [load_table(p) for p in pinned]
-    options = LintOptions(archs=settings.arch, stage=settings.stage, spec=loaded_spec, trace=loaded_trace,
-                          import_modules=import_modules, jobs=settings.jobs, timeout=settings.compile_timeout,
-                          cache_dir=settings.cache_dir, selection=settings.rule_selection(), pinned=tables,
-                          src=tuple(settings.src))
+    options = LintOptions.from_settings(settings, spec=loaded_spec, trace=loaded_trace, pinned=tables,
+                                        import_modules=import_modules)
     with _progress(output is LintFormat.text and not quiet) as progress:
         report = Linter(options, progress=progress).run(paths)
     if not report.kernels and not report.findings:

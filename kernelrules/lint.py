@@ -35,6 +35,7 @@ from .lint_limits import nothing_compiled
 from .prune import KernelTarget, Pruner
 from .pysource import read_python
 from .ruleset import RuleSelection
+from .settings import Settings
 from .suppress import suppress_report
 
 Progress = Callable[[str, int, int], None]
@@ -62,6 +63,14 @@ class LintOptions:
     pinned: Sequence[Any] = ()
     #: Directories holding packages kernels import jit helpers from (``--src``), read, never imported.
     src: Sequence[str] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **inputs: Any) -> "LintOptions":
+        """The options of ``settings`` (``[tool.kernelrules]`` merged with the command line), plus the
+        run's loaded ``inputs`` (``spec``, ``trace``, ``pinned``, ``import_modules``)."""
+        return cls(archs=settings.arch, stage=settings.stage, jobs=settings.jobs, timeout=settings.compile_timeout,
+                   cache_dir=settings.cache_dir, selection=settings.rule_selection(), src=tuple(settings.src),
+                   **inputs)
 
 
 def _relative(path: Path) -> str:

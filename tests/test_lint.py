@@ -416,8 +416,7 @@ def test_the_api_reports_what_the_command_prints(run_cli, tmp_path, monkeypatch)
     assert result.returncode == 1, result.stderr  # fused_pointwise's CFG001 error stays
     monkeypatch.chdir(tmp_path)
     settings = load_settings(["."]).merge_cli(select=["CFG", "LNT"], cache_dir=str(tmp_path / "api-cache"))
-    report = Linter(LintOptions(archs=settings.arch, stage=settings.stage, cache_dir=settings.cache_dir,
-                                selection=settings.rule_selection())).run(["."])
+    report = Linter(LintOptions.from_settings(settings)).run(["."])
     assert render_json(report) + "\n" == result.stdout  # typer.echo ends the text with one more newline
     shown = {(f.path, f.code, f.suppressed) for f in report.findings}
     assert ("softmax.py", "CFG002", True) in shown and ("fused_pointwise.py", "CFG001", False) in shown
