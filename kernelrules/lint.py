@@ -27,13 +27,13 @@ from .config import KernelConfig
 from .consent import allowing_user_code
 from .engine import Engine, default_engine
 from .errors import KernelrulesError
-from .findings import Finding, KernelReport, LintReport, lint_finding
+from .findings import KernelReport, LintReport
 from .guess_search import guessed_fp16_pointers, pointer_variants
 from .judgement_cache import JudgementCache, judgement_key
 from .kernelspec import ResolvedKernel, kernel_function, resolve, uses_dot
+from .lint_findings import FindingPlacer, shown_path
 from .lint_limits import nothing_compiled
 from .prune import KernelTarget, Pruner
-from .pysource import read_python
 from .ruleset import RuleSelection
 from .settings import Settings
 from .suppress import suppress_report
@@ -73,24 +73,6 @@ class LintOptions:
                    **inputs)
 
 
-def _relative(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop (RuntimeError before 3.13)
-        return str(path)
-
-
-def _source_line(sources: dict[str, list[str]], path: Path, line: int | None) -> str | None:
-    key = str(path)
-    if key not in sources:
-        try:
-            sources[key] = read_python(path).splitlines()
-        except OSError:
-            sources[key] = []
-    lines = sources[key]
-    return lines[line - 1] if line and 0 < line <= len(lines) else None
-
-
 def _append(kernel_report: KernelReport, text: str) -> None:
     """Add one clause to the kernel's report message."""
     kernel_report.message = f"{kernel_report.message}; {text}" if kernel_report.message else text
@@ -112,7 +94,7 @@ class Linter:
         self._unjudged: list[tuple[str, str]] = []
         self.archs = [load_arch(a) for a in options.archs]
         self.cache = ResultCache(options.cache_dir) if options.cache_dir else ResultCache()
-        self.sources: dict[str, list[str]] = {}
+        self.place = FindingPlacer()
 
     def run(self, paths: Sequence[str | Path]) -> LintReport:
         """Lint files and directories into the final report: the selected findings, suppression
@@ -144,12 +126,10 @@ class Linter:
         for problem in found.problems:
             if problem.kind not in ("syntax-error", "unreadable-file"):
                 continue  # unparseable autotune and friends are reported per kernel (LNT002)
-            report.findings.append(lint_finding(
-                "LNT004", _relative(Path(problem.path)), problem.line or 1, problem.message,
-                column=problem.column or 1, source_line=_source_line(self.sources, Path(problem.path), problem.line)))
+            report.findings.append(self.place.file_problem(problem))
         kernels = [k for k in found.kernels if not k.is_helper]  # a helper is judged through its callers
         for done, kernel in enumerate(kernels):
-            self._current = f"{_relative(Path(kernel.path))}:{kernel.name}"
+            self._current = f"{shown_path(kernel.path)}:{kernel.name}"
             if self.progress:
                 self.progress(KERNELS_LABEL, done, len(kernels))
             self._lint_kernel(kernel, report)
@@ -171,7 +151,7 @@ class Linter:
             resolved = resolve(kernel, spec=self.options.spec, trace=self.options.trace, sites=sites)
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
-            report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))
+            report.findings.append(self.place.lint_code(kernel, "LNT004", str(exc)))
             return
         for note in resolved.notes:
             _append(kernel_report, note)
@@ -183,7 +163,7 @@ class Linter:
 
     def _kernel_report(self, kernel: Any, report: LintReport) -> KernelReport:
         """A new kernel report in ``report``, with the lines suppression comments may sit on."""
-        kernel_report = KernelReport(path=_relative(Path(kernel.path)), name=kernel.name, line=kernel.line,
+        kernel_report = KernelReport(path=shown_path(kernel.path), name=kernel.name, line=kernel.line,
                                      status="analyzed", signature_provenance={}, records=[], message=None)
         kernel_report.anchor_lines = sorted({kernel.line, kernel.decorator_line} | (
             {kernel.autotune.line} if kernel.autotune is not None else set()))
@@ -205,7 +185,7 @@ class Linter:
             except KernelrulesError as exc:
                 kernel_report.message = str(exc)
         if autotune is not None and autotune.configs_error and imported is None:
-            report.findings.append(self._lint_code(kernel, "LNT002", f"autotune configs not judged: {autotune.configs_error}"))
+            report.findings.append(self.place.lint_code(kernel, "LNT002", f"autotune configs not judged: {autotune.configs_error}"))
         return None if imported is None else [(c.config, c.line, c.column + 1) for c in imported]
 
     def _needs_spec(self, kernel: Any, signature: Any, kernel_report: KernelReport, report: LintReport) -> None:
@@ -218,7 +198,7 @@ class Linter:
                        f" (`{signature.descriptors[0]}.load(...)`), which kernelrules cannot stand in for yet "
                        f"(a limit of kernelrules, not an error in the kernel)")
         kernel_report.status, kernel_report.message = "needs-spec", message
-        report.findings.append(self._lint_code(kernel, "LNT001", message))
+        report.findings.append(self.place.lint_code(kernel, "LNT001", message))
 
     def _judge_resolved(self, kernel: Any, resolved: ResolvedKernel, kernel_report: KernelReport,
                         report: LintReport) -> None:
@@ -266,7 +246,7 @@ class Linter:
             return
         spec = LINT_CODES["LNT006"]
         for effect in effects:
-            report.findings.append(self._finding(kernel, autotune.line, autotune.column + 1, spec.code, spec.name,
+            report.findings.append(self.place.at(kernel, autotune.line, autotune.column + 1, spec.code, spec.name,
                                                  spec.severity, effect.message, fix=effect.fix))
 
     def _replay_outcome(self, key: str, kernel: Any, kernel_report: KernelReport, report: LintReport) -> bool:
@@ -278,9 +258,7 @@ class Linter:
         kernel_report.status, kernel_report.message = cached["status"], cached["message"]
         kernel_report.signature_provenance = dict(cached.get("signature_provenance") or {})
         kernel_report.records = cached["records"]
-        for finding in cached["findings"]:  # paths and source lines as seen from this run
-            finding.path = _relative(Path(kernel.path))
-            finding.source_line = _source_line(self.sources, Path(kernel.path), finding.line)
+        self.place.relocate(cached["findings"], kernel)
         report.findings.extend(cached["findings"])
         return True
 
@@ -336,9 +314,7 @@ class Linter:
         cached = cache.get(key) if key else None
         if cached is not None:
             kernel_report.records, findings = cached
-            for finding in findings:  # paths and source lines as seen from this run
-                finding.path = _relative(Path(kernel.path))
-                finding.source_line = _source_line(self.sources, Path(kernel.path), finding.line)
+            self.place.relocate(findings, kernel)
             report.findings.extend(findings)
             return
         start = len(report.findings)
@@ -364,12 +340,12 @@ class Linter:
                         kernel_report.signature_provenance[k] = f"naming ({dtype}: fp16 did not compile)"
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
-            report.findings.append(self._lint_code(kernel, "LNT004", str(exc)))
+            report.findings.append(self.place.lint_code(kernel, "LNT004", str(exc)))
             return
         if self._not_the_users(kernel, results, kernel_report, report, guessed, misses, spec):
             return
         for arch_name, reason in self._unjudged:  # never a silent pass: say what was not checked
-            report.findings.append(self._lint_code(
+            report.findings.append(self.place.lint_code(
                 kernel, "LNT005", f"{arch_name}: configs judged without resource predictions ({reason}); shared "
                                   f"memory and registers were not checked: lint at the compiled stage"))
         where = {c.key(): (line, col) for c, line, col in sites}
@@ -389,7 +365,7 @@ class Linter:
                     # ours: never an error. (Config-stage rules read the config's own values: they stand.)
                     severity, suffix = (("warning", capped) if guessed and d.severity == "error" and d.stage != "config"
                                         else (d.severity, note))
-                    report.findings.append(self._finding(
+                    report.findings.append(self.place.at(
                         kernel, line or kernel.line, col or kernel.column + 1, d.code, d.name, severity,
                         d.message + suffix + extra, arch=arch.name, config=record.verdict.config.to_dict(), fix=d.fix,
                         repair=None if record.verdict.repair is None else record.verdict.repair.to_dict()))
@@ -405,7 +381,7 @@ class Linter:
         reason = our_limit(results, misses, kernel.name)
         if reason is None and nothing_compiled(results):
             first = next(iter(failed_facts(results)), {}).get("compile_message", "")
-            shown = _relative(Path(kernel.path))
+            shown = shown_path(kernel.path)
             types = guessed_signature(spec or {}, kernel_report.signature_provenance)
             if guessed:
                 reason = (f"cannot judge {kernel.name}: no config compiles with the guessed constexpr values "
@@ -417,7 +393,7 @@ class Linter:
         if reason is None:
             return False
         kernel_report.status, kernel_report.message, kernel_report.records = "needs-spec", reason, []
-        report.findings.append(self._lint_code(kernel, "LNT001", reason))
+        report.findings.append(self.place.lint_code(kernel, "LNT001", reason))
         return True
 
     def _judge_with(self, kernel: Any, spec: Mapping[str, Any], sites: list,
@@ -441,17 +417,3 @@ class Linter:
             return spec, results
         finally:
             pruner.close()
-
-    def _lint_code(self, kernel: Any, code: str, message: str) -> Finding:
-        """A finding of one of the lint command's own codes, at the kernel's ``def``."""
-        path = Path(kernel.path)
-        return lint_finding(code, _relative(path), kernel.line, message, column=kernel.column + 1, kernel=kernel.name,
-                            source_line=_source_line(self.sources, path, kernel.line))
-
-    def _finding(self, kernel: Any, line: int, column: int, code: str, name: str, severity: str, message: str,
-                 **extra: Any) -> Finding:
-        path = Path(kernel.path)
-        return Finding(path=_relative(path), line=line, column=column, code=code, name=name, severity=severity,
-                       message=message, kernel=kernel.name, arch=extra.get("arch"), config=extra.get("config"),
-                       fix=extra.get("fix"), repair=extra.get("repair"), suppressed=False,
-                       source_line=_source_line(self.sources, path, line))
