@@ -67,7 +67,7 @@ def resolve(kernel: Any, *, spec: Mapping[str, Mapping[str, Any]] | None = None,
     """
     from .signatures import infer_signature
 
-    explicit, source = explicit_spec(kernel, spec, trace)
+    explicit, source = _explicit_spec(kernel, spec, trace)
     constexpr_names = {p.name for p in kernel.params if p.constexpr}
     runtime_spec = {k: v for k, v in (explicit or {}).items() if k not in constexpr_names}
     signature = infer_signature(kernel, spec=runtime_spec or None, use_sidecar=False)
@@ -75,12 +75,12 @@ def resolve(kernel: Any, *, spec: Mapping[str, Mapping[str, Any]] | None = None,
         signature.provenance = {k: source if v == "spec" else v for k, v in signature.provenance.items()}
     notes: list[str] = []
     if sites is None:
-        sites = configs_of(kernel)
+        sites = _configs_of(kernel)
         found = inductor_configs(kernel) if source == "inductor" and getattr(kernel, "autotune", None) is None else None
         if found is not None:
             sites, note = found
             notes.append(note)
-    fixed, constexpr_provenance = constexpr_values(kernel, explicit, sites[0][0], call_literals(kernel), source)
+    fixed, constexpr_provenance = _constexpr_values(kernel, explicit, sites[0][0], _call_literals(kernel), source)
     if not signature.complete:
         return ResolvedKernel(source, signature, tuple(sites), fixed, {**signature.provenance, **constexpr_provenance},
                               {}, tuple(notes))
@@ -110,7 +110,7 @@ def _run_launch_code(kernel: Any, sites: list[Site], signature: Mapping[str, Any
     return apply_early_prune(kernel, completed, signature)
 
 
-def explicit_spec(kernel: Any, spec: Mapping[str, Mapping[str, Any]] | None = None,
+def _explicit_spec(kernel: Any, spec: Mapping[str, Mapping[str, Any]] | None = None,
                   trace: Mapping[tuple[str, str], list] | None = None) -> tuple[Mapping[str, Any] | None, str]:
     """The kernel's signature from the strongest explicit source, and that source's name.
 
@@ -141,7 +141,7 @@ def explicit_spec(kernel: Any, spec: Mapping[str, Mapping[str, Any]] | None = No
     return None, "spec"
 
 
-def configs_of(kernel: Any) -> list[Site]:
+def _configs_of(kernel: Any) -> list[Site]:
     """The kernel's autotune configs with the line and column of the ``triton.Config`` that made each."""
     autotune = getattr(kernel, "autotune", None)
     if autotune is None or not autotune.configs:
@@ -169,7 +169,7 @@ def kernel_function(kernel: Any) -> ast.FunctionDef | None:
     return module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
 
 
-def constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: KernelConfig,
+def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: KernelConfig,
                      literals: Mapping[str, Any], source: str = "spec") -> tuple[dict[str, Any], dict[str, str]]:
     """Constexpr values a config lacks: from the spec, then a launch literal, then a guess.
 
@@ -308,7 +308,7 @@ def inductor_configs(kernel: Any) -> tuple[list[Site], str] | None:
     return sites, f"configs from Inductor size hints {dict(info.size_hints)} ({info.kernel_type})"
 
 
-def call_literals(kernel: Any) -> dict[str, Any]:
+def _call_literals(kernel: Any) -> dict[str, Any]:
     """Literal arguments of the kernel's launches in its own file (the first launch that gives one wins)."""
     from .signatures import find_call_sites
 
