@@ -213,7 +213,7 @@ def check_config(
     if output is OutputFormat.json:
         data = verdict.to_json()
         if facts is not None:
-            from .prune import REPORTED_FACTS
+            from .judging import REPORTED_FACTS
 
             data["facts"] = {k: facts[k] for k in (*REPORTED_FACTS, *_AMD_FACTS) if k in facts}
         _echo_json(data)
@@ -285,7 +285,7 @@ def prune_command(
     timeout = positive_seconds(timeout, "--timeout")
     from .arch import load_arch
     from .cache import ResultCache
-    from .prune import prune_space
+    from .judging import prune_space
     from .space import load_space
 
     loaded = load_space(space)

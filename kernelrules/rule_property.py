@@ -33,7 +33,7 @@ from .arch import Arch, load_arch
 from .config import KernelConfig
 from .engine import Engine
 from .property_session import PropertySession, default_session
-from .prune import REPORTED_FACTS
+from .judging import REPORTED_FACTS
 from .ruleset import Rule, RuleSet, builtin_rules, expression_roots
 from .space import Space, load_space
 

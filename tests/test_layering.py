@@ -46,7 +46,7 @@ def importers_of(*targets: str) -> set[str]:
 
 def test_the_graph_was_read():
     assert len(GRAPH) > 60 and "kernelrules.tune.driver" in GRAPH and "kernelrules.analyzers.ptx" in GRAPH
-    assert {"kernelrules.lint", "kernelrules.prune", "kernelrules.cli"} <= importers_of("kernelrules.engine")
+    assert {"kernelrules.lint", "kernelrules.judging", "kernelrules.cli"} <= importers_of("kernelrules.engine")
     assert "kernelrules.arch" in GRAPH["kernelrules.tune.driver"]  # `from ..arch import load_arch`, resolved
 
 
