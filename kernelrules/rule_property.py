@@ -263,7 +263,7 @@ class RuleProperty:
         """The hypothesis strategy of the configs this property draws."""
         from hypothesis.strategies import SearchStrategy
 
-        from .testing import configs
+        from .strategies import configs
 
         if isinstance(self.configs, SearchStrategy):
             return self.configs

@@ -13,7 +13,7 @@ import triton
 import kernelrules
 from kernelrules.autotune_context import AutotuneContext
 from kernelrules.compilejob import CompileJob
-from kernelrules.perf_model import triton_perf_model
+from kernelrules.triton_perf import triton_perf_model
 from kernelrules.pool import CompilePool
 from kernelrules.precompile import precompile_before_timing
 from kernelrules.triton import early_prune
