@@ -299,23 +299,23 @@ def matmul_judges(config: Any, problem: Mapping[str, Any]) -> bool:
 # -- helpers ---------------------------------------------------------------------------
 
 def _programs(grid: Any, env: Mapping[str, Any]) -> int:
-    from .tune import safeexpr
+    from .tune.safeexpr import evaluate
 
     if grid is None:
         raise ValueError("the problem has no grid (problem.grid): the general perf model needs the programs")
     total = 1
     for g in grid if isinstance(grid, list) else [grid]:
-        total *= int(safeexpr.evaluate(g, env, torch_allowed=False))
+        total *= int(evaluate(g, env, torch_allowed=False))
     return max(1, total)
 
 
 def _number(expr: Any, env: Mapping[str, Any]) -> float | None:
-    from .tune import safeexpr
+    from .tune.safeexpr import evaluate
 
     if expr is None:
         return None
     try:
-        return float(safeexpr.evaluate(expr, env, torch_allowed=False))
+        return float(evaluate(expr, env, torch_allowed=False))
     except Exception:  # noqa: BLE001 - an expression over names the problem lacks
         return None
 
