@@ -196,3 +196,8 @@ def parse_value(text: str, item: str = "") -> Any:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     return text
+
+
+def pointer_dtypes(signature: Mapping[str, Any]) -> list[str]:
+    """The element dtypes of a launch signature's pointer arguments (``*fp16`` → ``fp16``), sorted, once each."""
+    return sorted({v[1:] for v in signature.values() if isinstance(v, str) and v.startswith("*")})

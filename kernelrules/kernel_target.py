@@ -3,7 +3,7 @@
 Every user of the judging core (lint, check-config, prune, the tune gate, the tuner adapters,
 the testing helpers, the perf model's probes) builds its :class:`KernelTarget` through one of the
 constructors here, so the pointer dtypes that rules read as ``kernel.dtypes`` are derived in one
-place (:func:`pointer_dtypes`).
+place (:func:`kernelrules.config.pointer_dtypes`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .compilejob import CompileJob
-from .config import KernelConfig
-
-
-def pointer_dtypes(signature: Mapping[str, Any]) -> list[str]:
-    """The element dtypes of the signature's pointer arguments (``*fp16`` → ``fp16``), sorted, once each."""
-    return sorted({v[1:] for v in signature.values() if isinstance(v, str) and v.startswith("*")})
+from .config import KernelConfig, pointer_dtypes
 
 
 @dataclass(frozen=True)

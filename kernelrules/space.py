@@ -28,8 +28,7 @@ from typing import Any, Iterator, Mapping
 import jsonschema
 
 from . import expr as exprlang
-from .config import KernelConfig
-from .kernel_target import pointer_dtypes
+from .config import KernelConfig, pointer_dtypes
 from .errors import KernelrulesError
 from .yamlio import LocatedDocument, load_file
 
