@@ -1,4 +1,4 @@
-"""Prune inside Triton's own autotuner: ``kernelrules.autotune`` (and ``early_prune``, re-exported).
+"""Prune inside Triton's own autotuner: the ``kernelrules.autotune`` decorator.
 
     import kernelrules
 
@@ -6,13 +6,10 @@
     @triton.jit
     def matmul_kernel(...): ...
 
-is ``triton.autotune`` with kernelrules' pruner in ``prune_configs_by``
-(:mod:`kernelrules.triton_prune`, usable on its own in a plain ``triton.autotune``::
-
-    prune_configs_by={"early_config_prune": early_prune(lambda: matmul_kernel, arch="ada")}
-
-), kernelrules' perf model with ``perf_model=True`` (:mod:`kernelrules.triton_perf`),
-the precompile and the pinned table.
+is ``triton.autotune`` with kernelrules' early prune in ``prune_configs_by``
+(:mod:`kernelrules.triton_prune`; ``early_prune`` is re-exported here and works on its own
+in a plain ``triton.autotune``), kernelrules' perf model with ``perf_model=True``
+(:mod:`kernelrules.triton_perf`), the precompile and the pinned table.
 
 ``kernelrules.autotune`` hands its early prune, its perf model and its precompile one
 :class:`~kernelrules.autotune_context.AutotuneContext` (``tuner.kernelrules_context``):
