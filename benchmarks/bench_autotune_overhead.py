@@ -100,7 +100,7 @@ def build_tuner(mode: str, fn, listed: list):
 
     if mode in ("shared", "before"):
         return kernelrules.autotune(listed, ["M", "N", "K"], perf_model=True, top_k=TOP_K)(fn)
-    from kernelrules.perf_model import triton_perf_model
+    from kernelrules.triton_perf import triton_perf_model
     from kernelrules.precompile import precompile_before_timing
     from kernelrules.triton import early_prune
 

@@ -25,7 +25,8 @@ sys.path.insert(0, str(REPO / "examples"))
 def judging_speed() -> None:
     from kernelrules.arch import load_arch
     from kernelrules.engine import default_engine
-    from kernelrules.prune import Pruner, KernelTarget
+    from kernelrules.judging import ConfigJudge
+    from kernelrules.kernel_target import KernelTarget
     from kernelrules.space import load_space
 
     space = load_space(REPO / "examples" / "matmul.space.yaml")
@@ -37,7 +38,7 @@ def judging_speed() -> None:
     engine = default_engine()
     for name in ("ada", "hopper"):
         arch = load_arch(name)
-        pruner = Pruner(target, jobs=2, cache=None)
+        pruner = ConfigJudge(target, jobs=2, cache=None)
         try:
             model = pruner.learn_model(configs[:1875], arch)
         finally:

@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from kernelrules.arch import load_arch
 from kernelrules.perf_model import DEFAULTS, Constants, estimate
-from kernelrules.prune import KernelTarget, Pruner
+from kernelrules.judging import ConfigJudge
+from kernelrules.kernel_target import KernelTarget
 from kernelrules.space import load_space
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +68,7 @@ def judged_space(space_path: Path = SPACE, arch_name: str = "hopper") -> tuple[A
     target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
                           frozenset(space.fixed))
     configs = list(space.configs())
-    pruner = Pruner(target, jobs=2)
+    pruner = ConfigJudge(target, jobs=2)
     try:
         records, model = pruner.judge_arch(configs, load_arch(arch_name), False, space.problem)
     finally:

@@ -58,7 +58,7 @@ def compile_phase(args) -> None:
     """Compile every config in the pool; one JSON line per config."""
     from kernelrules.arch import load_arch
     from kernelrules.pool import CompilePool
-    from kernelrules.prune import KernelTarget
+    from kernelrules.kernel_target import KernelTarget
 
     if args.arch:
         arch = load_arch(args.arch)

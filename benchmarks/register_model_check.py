@@ -30,14 +30,15 @@ THRESHOLDS = (64, 128, 256, 320, 384, 512, 1024)
 
 def check(path: Path, arch, jobs: int) -> list[dict]:
     from kernelrules.config import KernelConfig
-    from kernelrules.prune import KernelTarget, Pruner
+    from kernelrules.judging import ConfigJudge
+    from kernelrules.kernel_target import KernelTarget
     from kernelrules.space import load_space
 
     family, shape = path.stem.split("__")
     space = load_space(ROOT / "benchmarks" / "suite" / family / f"{shape}.tune.yaml")
     target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
                           frozenset(space.fixed))
-    pruner = Pruner(target, jobs=jobs)
+    pruner = ConfigJudge(target, jobs=jobs)
     try:
         model = pruner.model_for(list(space.configs()), arch)
     finally:

@@ -36,7 +36,7 @@ def main() -> int:
     from kernelrules.arch import load_arch
     from kernelrules.facts import compiled_facts
     from kernelrules.pool import CompilePool
-    from kernelrules.prune import KernelTarget
+    from kernelrules.kernel_target import KernelTarget
     from kernelrules.space import load_space
 
     arch = load_arch("h200")

@@ -43,7 +43,7 @@ def commit() -> str:
 def judge(path: Path, arch_name: str, jobs: int) -> dict:
     """Config-stage verdicts and perf-model estimates of one problem."""
     from kernelrules.arch import load_arch
-    from kernelrules.prune import prune_space
+    from kernelrules.judging import prune_space
     from kernelrules.space import load_space
 
     space = load_space(path)
@@ -70,11 +70,12 @@ def judge(path: Path, arch_name: str, jobs: int) -> dict:
 
 def _model(space, arch, jobs):
     """The resource model the perf model reads (None when no config passes the plain rules)."""
-    from kernelrules.prune import KernelTarget, Pruner
+    from kernelrules.judging import ConfigJudge
+    from kernelrules.kernel_target import KernelTarget
 
     target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
                           frozenset(space.fixed))
-    pruner = Pruner(target, jobs=jobs)
+    pruner = ConfigJudge(target, jobs=jobs)
     try:
         return pruner.model_for(list(space.configs()), arch)
     except Exception:  # noqa: BLE001 - no model: the perf model is asked without one

@@ -110,7 +110,7 @@ class Problem:
     """One space file: its configs, compile jobs, rules and (lazily) its GPU runner."""
 
     def __init__(self, path: Path, arch, engine) -> None:
-        from kernelrules.prune import KernelTarget
+        from kernelrules.kernel_target import KernelTarget
         from kernelrules.space import load_space
         from kernelrules.tune.problem import load_problem
 

@@ -39,7 +39,7 @@ _LAZY = {
     "Verdict": ("kernelrules.engine", "Verdict"),
     "Diagnostic": ("kernelrules.engine", "Diagnostic"),
     "KernelConfig": ("kernelrules.config", "KernelConfig"),
-    "prune": ("kernelrules.prune", "prune"),
+    "prune": ("kernelrules.prune_api", "prune"),
     "KernelPruneResult": ("kernelrules.prune_api", "KernelPruneResult"),
     "autotune": ("kernelrules.triton", "autotune"),
     "early_prune": ("kernelrules.triton", "early_prune"),

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .bounds import MAX_SEQUENCE, TooLarge, check_binop
 from .config import KernelConfig
-from .kernelsource import _dotted_name
+from .kernelsource import dotted_name
 from .pyops import (BINARY, COMPARE, UNARY, cdiv, compare_chain, conditional, make_slice, next_power_of_2,
                     subset)
 
@@ -409,7 +409,7 @@ class ConfigEvaluator:
     # -- calls ----------------------------------------------------------------
 
     def _eval_Call(self, node: ast.Call, env: dict) -> Any:
-        dotted = _dotted_name(node.func)
+        dotted = dotted_name(node.func)
         if dotted is None and isinstance(node.func, ast.Attribute):
             return self._value_method(node, self.eval(node.func.value, env), node.func.attr, env)
         if dotted is None:

@@ -21,7 +21,8 @@ from typing import Any
 
 from .config import KernelConfig
 from .errors import KernelrulesError, KernelSourceError
-from .prune import KernelTarget, PruneRecord, Pruner
+from .judging import ConfigJudge, PruneRecord
+from .kernel_target import KernelTarget
 
 
 @dataclass
@@ -80,7 +81,7 @@ def check_on_kernel(config: KernelConfig, arch: Any, *, kernel: str | None = Non
                     engine: Any = None) -> KernelCheck:
     """Judge ``config`` of a kernel (``kernel`` is ``FILE[:NAME]``, or ``space`` a space file) on ``arch``."""
     from .cache import ResultCache
-    from .prune import check_target
+    from .judging import check_target
 
     guessed: dict[str, Any] = {}
     if space is not None:
@@ -91,7 +92,7 @@ def check_on_kernel(config: KernelConfig, arch: Any, *, kernel: str | None = Non
         raise ValueError("check_on_kernel needs kernel= or space=")
     check_target(target, [full], [arch])
     cache = ResultCache(cache_dir) if cache_dir else ResultCache()
-    pruner = Pruner(target, engine=engine, jobs=2, timeout=timeout, cache=cache)
+    pruner = ConfigJudge(target, engine=engine, jobs=2, timeout=timeout, cache=cache)
     try:
         records, _model = pruner.judge_arch([full], arch, compile, {})
     finally:

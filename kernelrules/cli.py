@@ -230,7 +230,7 @@ def check_config(
 def _check_dtypes(dtypes) -> None:
     """Every ``--dtype`` is a dtype the rules know (``fp99`` was judged as if it were none)."""
     from .perf_general import DTYPE_BYTES
-    from .signatures import _DTYPES
+    from .signatures import DTYPE_PATTERN as _DTYPES
 
     known = set(_DTYPES.split("|")) | set(DTYPE_BYTES)
     for name in dtypes:
@@ -281,7 +281,7 @@ def prune_command(
     timeout = positive_seconds(timeout, "--timeout")
     from .arch import load_arch
     from .cache import ResultCache
-    from .prune import prune_space
+    from .judging import prune_space
     from .space import load_space
 
     loaded = load_space(space)

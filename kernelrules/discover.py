@@ -27,7 +27,7 @@ from typing import Any, Iterator, Sequence
 
 from .autotune_eval import ConfigEvaluator, ConfigSite, ModuleScope, Unsupported
 from .discover_calls import find_jit_calls
-from .kernelsource import _dotted_name, _global_loads
+from .kernelsource import dotted_name, global_loads
 from .pysource import read_python
 
 #: Directory names never descended into.
@@ -210,7 +210,7 @@ class ImportTable:
     def canonical(self, node: ast.expr) -> str | None:
         """The canonical name of a Name/Attribute chain, or of a call's callee."""
         target = node.func if isinstance(node, ast.Call) else node
-        dotted = _dotted_name(target)
+        dotted = dotted_name(target)
         return self.resolve(dotted) if dotted else None
 
 
@@ -244,7 +244,7 @@ def is_constexpr_annotation(node: ast.expr | None, imports: ImportTable) -> bool
             node = ast.parse(node.value, mode="eval").body
         except SyntaxError:
             return False
-    dotted = _dotted_name(node)
+    dotted = dotted_name(node)
     if dotted is None:
         return False
     # ``tl.constexpr`` is accepted even where ``tl`` is not imported (string annotations).
@@ -629,7 +629,7 @@ def _constexpr_globals(module: ParsedModule, functions: list[str]) -> dict[str, 
     """Module-level literal constants (``tl.constexpr(<literal>)`` unwrapped) that ``functions`` read."""
     names: set[str] = set()
     for fname in functions:
-        names |= _global_loads(module.jit_functions[fname])
+        names |= global_loads(module.jit_functions[fname])
     values: dict[str, Any] = {}
     for name in sorted(names & set(module.constants)):
         try:

@@ -110,7 +110,7 @@ class KernelReport:
     """What lint learned about one ``@triton.jit`` kernel.
 
     ``records`` are the per-config, per-architecture records exactly as
-    :meth:`kernelrules.prune.PruneRecord.to_json` writes them. ``message``
+    :meth:`kernelrules.judging.PruneRecord.to_json` writes them. ``message``
     explains a ``needs-spec`` or ``error`` status.
     """
 

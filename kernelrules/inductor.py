@@ -134,7 +134,7 @@ def _parse(source: str, path: Path) -> ast.Module:
         raise InductorOutputError(f"not valid Python: {exc.msg}", path=str(path), line=exc.lineno) from exc
 
 
-def _embedded_sources(tree: ast.Module) -> Iterator[tuple[str, int]]:
+def embedded_sources(tree: ast.Module) -> Iterator[tuple[str, int]]:
     """``(source, first line)`` of each ``async_compile.triton('name', '''source''')`` in ``tree``."""
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not (_dotted(node.func) or "").endswith("async_compile.triton"):
@@ -150,7 +150,7 @@ def kernel_functions(path: Path, source: str) -> Iterator[tuple[ast.FunctionDef,
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             yield node, 0
-    for text, first_line in _embedded_sources(tree):
+    for text, first_line in embedded_sources(tree):
         try:
             inner = ast.parse(text)
         except SyntaxError:
@@ -275,7 +275,7 @@ def _named_types(func: ast.FunctionDef, signature: Mapping[Any, Any]) -> dict[st
     return named
 
 
-def _info(path: Path, func: ast.FunctionDef, offset: int, decorator: ast.Call) -> InductorKernelInfo:
+def read_kernel_info(path: Path, func: ast.FunctionDef, offset: int, decorator: ast.Call) -> InductorKernelInfo:
     """Read one decorated kernel into :class:`InductorKernelInfo`."""
     keywords = _keywords(path, decorator)
     meta = keywords.get("triton_meta")
@@ -309,7 +309,7 @@ def _info(path: Path, func: ast.FunctionDef, offset: int, decorator: ast.Call) -
 # --------------------------------------------------------------------------- public API
 
 
-def _read(path: Path) -> str:
+def read_inductor_file(path: Path) -> str:
     """The file's text; an unreadable file is an :class:`InductorOutputError`."""
     try:
         return read_python(path)
@@ -327,17 +327,17 @@ def inductor_kernels(path: str | os.PathLike[str]) -> dict[str, InductorKernelIn
     """Every Inductor kernel of a file (kernel file or ``output_code.py``), by name."""
     path = Path(path)
     found: dict[str, InductorKernelInfo] = {}
-    for func, offset in kernel_functions(path, _read(path)):
+    for func, offset in kernel_functions(path, read_inductor_file(path)):
         decorator = heuristics_decorator(func)
         if decorator is not None and func.name not in found:
-            found[func.name] = _info(path, func, offset, decorator)
+            found[func.name] = read_kernel_info(path, func, offset, decorator)
     return found
 
 
 def inductor_kernel_info(path: str | os.PathLike[str], kernel_name: str) -> InductorKernelInfo | None:
     """The metadata of ``kernel_name`` in ``path``; None when no Inductor kernel has that name."""
     try:
-        if not _MAY_HAVE_HEURISTICS.search(_read(Path(path))):  # no `@pointwise(` etc., embedded sources included
+        if not _MAY_HAVE_HEURISTICS.search(read_inductor_file(Path(path))):  # no `@pointwise(` etc., embedded sources included
             return None
     except InductorOutputError:
         pass  # inductor_kernels says what is wrong with the file

@@ -205,7 +205,8 @@ class KernelJudge:
                  *, heuristic_args: Mapping[str, Any] | None = None, compile: bool = False, jobs: int | None = None,
                  timeout: float = 30.0, cache: Any = None, pool: Any = None, probe_results: Any = None) -> None:
         from .cache import ResultCache
-        from .prune import KernelTarget, Pruner
+        from .judging import ConfigJudge
+        from .kernel_target import KernelTarget
 
         kernel = kernel_object(kernel)
         self.fn = jit_function(kernel)
@@ -215,7 +216,7 @@ class KernelJudge:
         self.heuristic_args = dict(heuristic_args if heuristic_args is not None else signature)
         self.compile = compile
         self.target = KernelTarget.for_jit_function(self.fn, signature, frozenset(self.fixed) | frozenset(self.heuristics))
-        self.pruner = Pruner(self.target, jobs=jobs, timeout=timeout, cache=cache or ResultCache(), pool=pool,
+        self.pruner = ConfigJudge(self.target, jobs=jobs, timeout=timeout, cache=cache or ResultCache(), pool=pool,
                              probe_results=probe_results)
         self.model: Any = None
 
@@ -243,7 +244,7 @@ class KernelJudge:
 
     def check(self, configs: Sequence[KernelConfig]) -> None:
         """Raise a clear error when the configs or the signature do not fit the kernel."""
-        from .prune import check_target
+        from .judging import check_target
 
         check_parameters(self.fn, configs)
         check_target(self.target, list(configs), [self.arch])
@@ -255,7 +256,7 @@ class KernelJudge:
             self.model = self.pruner.model_for(list(configs), self.arch)
 
     def judge(self, configs: Sequence[KernelConfig], problem: Mapping[str, Any] | None = None) -> list:
-        """One :class:`~kernelrules.prune.PruneRecord` per config, in order (repairs included)."""
+        """One :class:`~kernelrules.judging.PruneRecord` per config, in order (repairs included)."""
         records, model = self.pruner.judge_arch(list(configs), self.arch, self.compile, dict(problem or {}),
                                                 model=self.model)
         self.model = self.model or model

@@ -25,7 +25,8 @@ from .pkgbranches import Choice
 from .pkgvalues import flag_value
 from .pkgsource import FIX_HINT, Miss, Target, attribute_chains, file_names, resolve, resolve_attribute, search_roots
 
-_BUILTINS = frozenset(dir(builtins))
+#: Names every module reads without binding or importing them: Python's builtins.
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 @dataclass
@@ -51,7 +52,7 @@ _REDUCED: dict[tuple[str, int, int], object] = {}
 
 def reduced_file(path: Path):  # -> kernelsource._Reduced
     """The reduced module of ``path`` (see :func:`kernelrules.kernelsource.reduce_module`), once per version."""
-    from .kernelsource import _read_source, reduce_module
+    from .kernelsource import read_kernel_source, reduce_module
 
     path = Path(path).resolve()
     stat = path.stat()
@@ -59,7 +60,7 @@ def reduced_file(path: Path):  # -> kernelsource._Reduced
     if key not in _REDUCED:
         if len(_REDUCED) > 1024:
             _REDUCED.clear()
-        _REDUCED[key] = reduce_module(_read_source(path), path)
+        _REDUCED[key] = reduce_module(read_kernel_source(path), path)
     return _REDUCED[key]
 
 
@@ -99,7 +100,7 @@ def kernel_dependencies(path: str | os.PathLike[str], name: str, src: Sequence[s
                 stack.append((where, ref))
             elif ref in reduced.constants:
                 deps.constants.add((where, ref))
-            elif ref not in reduced.import_aliases and ref not in _BUILTINS:
+            elif ref not in reduced.import_aliases and ref not in BUILTIN_NAMES:
                 for target in _targets(where, func, ref, roots):
                     _add(deps, stack, target, ref, roots)
     return deps
@@ -136,7 +137,7 @@ def _add(deps: Dependencies, stack: list, target: Target | Miss, ref: str, roots
 
 
 def _global_loads(func: ast.FunctionDef) -> set[str]:
-    from .kernelsource import _global_loads as loads
+    from .kernelsource import global_loads as loads
 
     return loads(func)
 
@@ -148,7 +149,7 @@ def source_hash(deps: Dependencies) -> str:
     other files were followed (so such kernels keep their cache keys); items of other
     files follow, labelled with their path.
     """
-    from .kernelsource import _segment
+    from .kernelsource import source_segment
 
     digest = hashlib.sha256()
     local = [n for p, n in deps.functions if p == deps.path]
@@ -168,5 +169,5 @@ def source_hash(deps: Dependencies) -> str:
         node = reduced.functions[item] if label.endswith("fn") else reduced.constants[item]
         prefix = "" if where == deps.path else f"{where}:"
         digest.update(f"\0{label}:{prefix}{item}@{node.lineno}\0".encode())
-        digest.update(_segment(reduced.source, node).encode())
+        digest.update(source_segment(reduced.source, node).encode())
     return digest.hexdigest()

@@ -112,7 +112,7 @@ class _Reduced:
 # --------------------------------------------------------------------------- parsing
 
 
-def _read_source(path: Path) -> str:
+def read_kernel_source(path: Path) -> str:
     """Read the file as text, turning I/O problems into a located error."""
     try:
         return read_python(path)
@@ -144,7 +144,7 @@ def _parse(source: str, path: Path) -> ast.Module:
         ) from None
 
 
-def _dotted_name(node: ast.expr) -> str | None:
+def dotted_name(node: ast.expr) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
@@ -159,7 +159,7 @@ def _dotted_name(node: ast.expr) -> str | None:
 def _decorator_name(node: ast.expr) -> str | None:
     """The last dotted part of a decorator (``triton.jit(...)`` -> ``jit``)."""
     target = node.func if isinstance(node, ast.Call) else node
-    name = _dotted_name(target)
+    name = dotted_name(target)
     return name.rsplit(".", 1)[-1] if name else None
 
 
@@ -193,7 +193,7 @@ def _bound_names(node: ast.stmt) -> list[str]:
     return names
 
 
-def _is_constant_expr(node: ast.expr, known: set[str], aliases: set[str]) -> bool:
+def is_constant_expr(node: ast.expr, known: set[str], aliases: set[str]) -> bool:
     """Whether ``node`` is a literal, ``constexpr(<literal>)`` or arithmetic of those.
 
     Names are allowed when they refer to constants kept earlier, and dotted names
@@ -202,29 +202,29 @@ def _is_constant_expr(node: ast.expr, known: set[str], aliases: set[str]) -> boo
     if isinstance(node, ast.Constant):
         return True
     if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_is_constant_expr(e, known, aliases) for e in node.elts)
+        return all(is_constant_expr(e, known, aliases) for e in node.elts)
     if isinstance(node, ast.UnaryOp):
-        return _is_constant_expr(node.operand, known, aliases)
+        return is_constant_expr(node.operand, known, aliases)
     if isinstance(node, ast.BinOp):
-        return _is_constant_expr(node.left, known, aliases) and _is_constant_expr(node.right, known, aliases)
+        return is_constant_expr(node.left, known, aliases) and is_constant_expr(node.right, known, aliases)
     if isinstance(node, ast.Name):
         return node.id in known
     if isinstance(node, ast.Attribute):
-        dotted = _dotted_name(node)
+        dotted = dotted_name(node)
         return dotted is not None and dotted.split(".", 1)[0] in aliases
     if isinstance(node, ast.Call):
-        name = _dotted_name(node.func)
+        name = dotted_name(node.func)
         return (
             name is not None
             and name.rsplit(".", 1)[-1] == "constexpr"
             and not node.keywords
             and len(node.args) == 1
-            and _is_constant_expr(node.args[0], known, aliases)
+            and is_constant_expr(node.args[0], known, aliases)
         )
     return False
 
 
-def _assignment_target(node: ast.stmt) -> tuple[str, ast.expr] | None:
+def assignment_target(node: ast.stmt) -> tuple[str, ast.expr] | None:
     """``(name, value)`` for ``NAME = value`` or ``NAME: ann = value``, else None."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         return node.targets[0].id, node.value
@@ -241,7 +241,7 @@ def _identity_decorator(at: ast.expr) -> ast.expr:
 
 def _kept_jit_keyword(kw: ast.keyword) -> bool:
     """Whether a ``triton.jit`` keyword argument is kept: a literal of :data:`KEPT_JIT_KEYWORDS`."""
-    return kw.arg in KEPT_JIT_KEYWORDS and _is_constant_expr(kw.value, set(), set())
+    return kw.arg in KEPT_JIT_KEYWORDS and is_constant_expr(kw.value, set(), set())
 
 
 def _strip_decorators(node: ast.FunctionDef) -> ast.FunctionDef:
@@ -272,7 +272,7 @@ def _strip_decorators(node: ast.FunctionDef) -> ast.FunctionDef:
     return ast.copy_location(new, node)
 
 
-def _is_jit(node: ast.FunctionDef) -> bool:
+def is_jit(node: ast.FunctionDef) -> bool:
     """Whether a function carries a jit (or constexpr_function) decorator."""
     return any(_decorator_name(d) in JIT_DECORATORS + HELPER_DECORATORS for d in node.decorator_list)
 
@@ -313,17 +313,17 @@ def _reduce_module(source: str, path: Path) -> _Reduced:
             imports.append(kept_import if id(node) in top else _tolerant(kept_import))
             aliases.update(_bound_names(kept_import))
             continue
-        target = _assignment_target(node)
+        target = assignment_target(node)
         if target is not None:
             name, value = target
-            if _is_constant_expr(value, constants.keys(), aliases) and _small(name, value, values):
+            if is_constant_expr(value, constants.keys(), aliases) and _small(name, value, values):
                 constants[name] = node
             else:
                 constants.pop(name, None)  # a later non-literal rebinding wins at run time
                 values.pop(name, None)
             continue
         if isinstance(node, ast.FunctionDef):
-            (functions if _is_jit(node) else plain)[node.name] = node
+            (functions if is_jit(node) else plain)[node.name] = node
     reduced = _Reduced(source, tree, imports, constants, functions, plain, aliases, statements)
     _add_jit_calls(reduced)
     return reduced
@@ -344,7 +344,7 @@ def _small(name: str, value: ast.expr, values: dict[str, Any]) -> bool:
 def _add_jit_calls(reduced: _Reduced) -> None:
     """Index jit functions made by calls under the names the file binds (:mod:`kernelrules.discover_calls`)."""
     classify = classify_by_last_name(JIT_DECORATORS, reduced.import_aliases)
-    calls, bindings = find_jit_calls(reduced.statements, classify, _is_jit)
+    calls, bindings = find_jit_calls(reduced.statements, classify, is_jit)
     for name, call in calls.items():
         reduced.functions[name] = call.as_function()
         reduced.plain_functions.pop(name, None)
@@ -361,7 +361,7 @@ def _tolerant(node: ast.stmt) -> ast.stmt:
 # --------------------------------------------------------------------------- hashing
 
 
-def _global_loads(func: ast.FunctionDef) -> set[str]:
+def global_loads(func: ast.FunctionDef) -> set[str]:
     """Names a function reads that it neither binds locally nor takes as parameters.
 
     A flow-insensitive approximation of Python's scoping, good enough for kernels.
@@ -397,7 +397,7 @@ def _dependencies(reduced: _Reduced, name: str) -> tuple[list[str], list[str], l
         if current in seen:
             continue
         seen.append(current)
-        for ref in sorted(_global_loads(reduced.functions[current])):
+        for ref in sorted(global_loads(reduced.functions[current])):
             if ref in reduced.functions:
                 stack.append(ref)
             elif ref in reduced.constants:
@@ -407,7 +407,7 @@ def _dependencies(reduced: _Reduced, name: str) -> tuple[list[str], list[str], l
     return seen, sorted(consts), sorted(unresolved)
 
 
-def _segment(source: str, node: ast.AST) -> str:
+def source_segment(source: str, node: ast.AST) -> str:
     """The exact source text of ``node`` (decorators of a function included)."""
     text = _source_segment(source, node) or ast.unparse(node)
     if isinstance(node, ast.FunctionDef):
@@ -443,7 +443,7 @@ def _source_segment(source: str, node: ast.AST) -> str | None:
     return "".join([first, *lines[lineno:end_lineno - 1], last])
 
 
-def _hash_reduced(reduced: _Reduced, name: str) -> tuple[str, tuple[str, ...]]:
+def hash_reduced(reduced: _Reduced, name: str) -> tuple[str, tuple[str, ...]]:
     """sha256 over the kernel, its transitive jit callees and the constants they read (this file only)."""
     funcs, consts, unresolved = _dependencies(reduced, name)
     digest = hashlib.sha256()
@@ -452,14 +452,14 @@ def _hash_reduced(reduced: _Reduced, name: str) -> tuple[str, tuple[str, ...]]:
             node = reduced.functions[item] if label == "fn" else reduced.constants[item]
             # Line numbers are part of the compiled artifacts (debug locations), so they count.
             digest.update(f"\0{label}:{item}@{node.lineno}\0".encode())
-            digest.update(_segment(reduced.source, node).encode())
+            digest.update(source_segment(reduced.source, node).encode())
     return digest.hexdigest(), tuple(unresolved)
 
 
 def _package_hash(path: Path, reduced: _Reduced, name: str, src: tuple[str, ...]) -> tuple[str, Any]:
     """The source hash following helpers into other files of the package, and the dependencies found.
 
-    A kernel with no name from another file hashes exactly as :func:`_hash_reduced` does.
+    A kernel with no name from another file hashes exactly as :func:`hash_reduced` does.
     """
     from .kerneldeps import kernel_dependencies, source_hash
 
@@ -493,7 +493,7 @@ def kernel_source_hash(path: str | os.PathLike[str], name: str, src: tuple[str, 
     ``src`` adds search roots for absolute imports (``--src``).
     """
     path = Path(path).resolve()
-    reduced = reduce_module(_read_source(path), path)
+    reduced = reduce_module(read_kernel_source(path), path)
     _find_kernel(reduced, path, name)
     return _package_hash(path, reduced, name, tuple(src))[0]
 
@@ -501,7 +501,7 @@ def kernel_source_hash(path: str | os.PathLike[str], name: str, src: tuple[str, 
 def list_kernels(path: str | os.PathLike[str]) -> list[str]:
     """Names of the ``@triton.jit`` functions defined at the top level of ``path``."""
     path = Path(path).resolve()
-    reduced = reduce_module(_read_source(path), path)
+    reduced = reduce_module(read_kernel_source(path), path)
     return [n for n, f in reduced.functions.items() if _is_kernel_jit(f)]
 
 
@@ -543,7 +543,7 @@ def _exec_reduced(reduced: _Reduced, path: Path, bind: Any = None,
     body = [*reduced.imports]
     allowed = user_code_allowed()
     for node in reduced.statements:  # keep the file's order between constants and functions
-        target = _assignment_target(node)
+        target = assignment_target(node)
         if target is not None and reduced.constants.get(target[0]) is node:
             body.append(_plain_assignment(node, *target))
         elif id(node) in reduced.bindings:
@@ -619,7 +619,7 @@ def _load_file(path: Path, src: tuple[str, ...], loading: set[str], names: froze
     """The loaded reduced module of ``path``, names from other package files bound in (cached per content).
 
     ``names``: the jit functions to define (:func:`_needed`; None: all of them)."""
-    source = _read_source(path)
+    source = read_kernel_source(path)
     cache_key = (str(path), hashlib.sha256(source.encode()).hexdigest(), src, names)
     loaded = _LOADED.get(cache_key)
     if loaded is not None and all(_file_sha(p) == sha for p, sha in loaded.deps):
@@ -656,7 +656,7 @@ def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: 
     Names that cannot be resolved stay unbound: compiling a kernel that reads one fails
     with Triton's "not defined" error, which lint turns into a needs-spec status.
     """
-    from .kerneldeps import _BUILTINS
+    from .kerneldeps import BUILTIN_NAMES
     from .pkgvalues import flag_value
     from .pkgsource import Target, attribute_chains, resolve, resolve_attribute, search_roots
 
@@ -665,16 +665,16 @@ def _bind_imports(module: types.ModuleType, reduced: _Reduced, path: Path, src: 
     for func_name, func in reduced.functions.items():
         if names is not None and func_name not in names:
             continue
-        for ref in _global_loads(func):
+        for ref in global_loads(func):
             if ref not in reduced.functions and ref not in reduced.constants \
-                    and ref not in reduced.import_aliases and ref not in _BUILTINS:
+                    and ref not in reduced.import_aliases and ref not in BUILTIN_NAMES:
                 wanted.setdefault(ref, []).append(func)
 
     def load(target: Target) -> _Loaded | None:
         if str(target.path) in loading:
             return None  # an import cycle: the module is still being defined
         try:
-            other_reduced = reduce_module(_read_source(target.path), target.path)
+            other_reduced = reduce_module(read_kernel_source(target.path), target.path)
             other = _load_file(target.path, src, loading, _needed(other_reduced, target.name))
         except KernelSourceError:
             return None
@@ -726,7 +726,7 @@ def load_kernel(path: str | os.PathLike[str], name: str, src: tuple[str, ...] = 
     """
     path = Path(path).resolve()
     src = tuple(str(s) for s in src)
-    source = _read_source(path)
+    source = read_kernel_source(path)
     cached = _LOADED.get((str(path), hashlib.sha256(source.encode()).hexdigest(), src))
     reduced = cached.reduced if cached is not None else reduce_module(source, path)
     node = _find_kernel(reduced, path, name)  # before running anything: a missing kernel is the first error

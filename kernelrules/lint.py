@@ -8,7 +8,7 @@ The pipeline, for each file and kernel, never running the user's module:
    ``<module>.kernelrules.yaml``, launch call sites, dataflow and naming
    (:mod:`kernelrules.signatures`); a kernel whose signature stays incomplete is
    reported as *needs-spec* with what is missing;
-3. judge every config on every architecture with :class:`kernelrules.prune.Pruner`
+3. judge every config on every architecture with :class:`kernelrules.judging.ConfigJudge`
    (config stage with the resource model's predictions, then compiled facts unless
    ``stage="config"``);
 4. turn verdicts into findings at the config's (or the kernel's) source line, apply
@@ -30,10 +30,11 @@ from .errors import KernelrulesError
 from .findings import KernelReport, LintReport
 from .guess_search import guessed_fp16_pointers, pointer_variants
 from .judgement_cache import JudgementCache, judgement_key
+from .judging import ConfigJudge
+from .kernel_target import KernelTarget
 from .kernelspec import ResolvedKernel, kernel_function, resolve, uses_dot
 from .lint_findings import FindingPlacer, shown_path
 from .lint_limits import nothing_compiled
-from .prune import KernelTarget, Pruner
 from .ruleset import RuleSelection
 from .settings import Settings
 from .suppress import suppress_report
@@ -401,7 +402,7 @@ class Linter:
         """Judge every config on every architecture with one signature: [(arch, records)]."""
         configs = [c for c, _, _ in sites]
         target = KernelTarget.for_signature(kernel.path, kernel.name, spec, fixed, src=self.options.src)
-        pruner = Pruner(target, engine=self.engine, timeout=self.options.timeout, progress=self._compile_progress,
+        pruner = ConfigJudge(target, engine=self.engine, timeout=self.options.timeout, progress=self._compile_progress,
                         pool=self.pool)
         self._unjudged = []
         try:

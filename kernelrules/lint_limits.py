@@ -5,7 +5,7 @@ could not build it as Triton's JIT would at launch: a name imported from a modul
 cannot find or read, a global computed at import time, a constexpr value it only
 guessed. The second kind is not the user's error: the kernel gets the ``needs-spec``
 status with one line naming the symbol or the values and the fix. Pure functions over
-the records :class:`kernelrules.prune.Pruner` returns; nothing here compiles.
+the records :class:`kernelrules.judging.ConfigJudge` returns; nothing here compiles.
 """
 
 from __future__ import annotations

@@ -151,11 +151,11 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
     Raises ValueError without a grid.
     """
     from .arch import load_arch
-    from .perf_model import _clock_hz, _sku
+    from .perf_model import clock_hz, sku_figures
 
     config = _as_config(config)
     arch = load_arch(arch) if isinstance(arch, str) else arch
-    gpu = _sku(arch, sku)
+    gpu = sku_figures(arch, sku)
     facts = dict(facts or {})
     values = {k: v for k, v in problem.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     env = {**values, "NUM_SMS": int(gpu["sm_count"]), **config.constexprs}
@@ -202,7 +202,7 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
         "threads_per_program": 32.0 * warps, "bytes": float(nbytes or 0.0), "reread_bytes": reread,
         "flops": flops, "tensor_flops_per_s": _tensor_rate(arch, gpu, path, str(problem.get("dtype", "fp16"))),
         "dram_bytes_per_s": float(gpu["dram_bandwidth_gbps"]) * 1e9,
-        "l2_bytes": float(gpu.get("l2_bytes") or 0.0), "clock_hz": _clock_hz(arch, gpu),
+        "l2_bytes": float(gpu.get("l2_bytes") or 0.0), "clock_hz": clock_hz(arch, gpu),
         "sub_partitions": float(arch.namespace().get("register_sub_partitions", 4)),
         "registers": regs, "register_limit": float(limit), "launchable": float(occ.launchable),
     }
@@ -299,23 +299,23 @@ def matmul_judges(config: Any, problem: Mapping[str, Any]) -> bool:
 # -- helpers ---------------------------------------------------------------------------
 
 def _programs(grid: Any, env: Mapping[str, Any]) -> int:
-    from .tune import safeexpr
+    from .tune.safeexpr import evaluate
 
     if grid is None:
         raise ValueError("the problem has no grid (problem.grid): the general perf model needs the programs")
     total = 1
     for g in grid if isinstance(grid, list) else [grid]:
-        total *= int(safeexpr.evaluate(g, env, torch_allowed=False))
+        total *= int(evaluate(g, env, torch_allowed=False))
     return max(1, total)
 
 
 def _number(expr: Any, env: Mapping[str, Any]) -> float | None:
-    from .tune import safeexpr
+    from .tune.safeexpr import evaluate
 
     if expr is None:
         return None
     try:
-        return float(safeexpr.evaluate(expr, env, torch_allowed=False))
+        return float(evaluate(expr, env, torch_allowed=False))
     except Exception:  # noqa: BLE001 - an expression over names the problem lacks
         return None
 

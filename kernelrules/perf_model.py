@@ -1,8 +1,9 @@
 """An analytic performance model of a matmul-like Triton kernel, for ranking configs.
 
 Triton's autotuner times every config it is given; with
-``prune_configs_by={"perf_model": triton_perf_model(kernel), "top_k": k}`` it times only
-the ``k`` configs this model estimates fastest. The model only has to *order* configs
+``prune_configs_by={"perf_model": triton_perf_model(kernel), "top_k": k}``
+(:mod:`kernelrules.triton_perf`, the adapter) it times only the ``k`` configs this model
+estimates fastest. The model only has to *order* configs
 well; its absolute seconds are a by-product (see docs/perf-model.md for how well it
 orders them on a real H200).
 
@@ -26,12 +27,10 @@ well the result orders the configs of a real H200 sweep, and where it is wrong.
 
 from __future__ import annotations
 
-import inspect
 import math
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from .analyzers.occupancy import OccupancyLimits, occupancy
 from .config import KernelConfig
@@ -136,11 +135,11 @@ def estimate(config: Any, arch: Any, problem: Mapping[str, Any], model: Any = No
 
     config = _as_config(config)
     arch = load_arch(arch) if isinstance(arch, str) else arch
-    gpu = _sku(arch, sku)
+    gpu = sku_figures(arch, sku)
     f = {**(model.predict(config) if model is not None else _facts_from_names(config, arch)), **(facts or {})}
     if not all(isinstance(f.get(k), int) and f[k] > 0 for k in ("dot_m", "dot_n", "dot_k")):
         raise ValueError(f"no dot tile for {config} (no resource model prediction, no BLOCK_M/N/K)")
-    m, n, k = _sizes(problem)
+    m, n, k = problem_sizes(problem)
     warps = config.num_warps or 4
     regs = int(f.get("registers") or registers(f, warps))
     limits = _limits(arch)
@@ -179,7 +178,7 @@ def _wave_parts(config: KernelConfig, arch: Any, gpu: Mapping[str, Any], f: Mapp
     path, warps = f.get("mma_path") or "none", config.num_warps or 4
     stages = config.num_stages if config.num_stages is not None else 3
     flat = arch.namespace()
-    sms, clock = int(gpu["sm_count"]), _clock_hz(arch, gpu)
+    sms, clock = int(gpu["sm_count"]), clock_hz(arch, gpu)
     slots, k_steps = sms * bps, math.ceil(k / bk)
 
     busy = min(1.0, bps * warps / int(flat.get("register_sub_partitions", 4)))  # a warp feeds one sub-partition
@@ -200,7 +199,7 @@ def _wave_parts(config: KernelConfig, arch: Any, gpu: Mapping[str, Any], f: Mapp
     return parts, latency
 
 
-def _sizes(problem: Mapping[str, Any]) -> tuple[int, int, int]:
+def problem_sizes(problem: Mapping[str, Any]) -> tuple[int, int, int]:
     """M, N, K of a problem; ValueError unless they are positive integers."""
     sizes = tuple(problem.get(axis) for axis in ("M", "N", "K"))
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
@@ -298,7 +297,7 @@ def _limits(arch: Any) -> OccupancyLimits:
     return OccupancyLimits.from_mapping(arch.namespace())
 
 
-def _sku(arch: Any, sku: str | None) -> Mapping[str, Any]:
+def sku_figures(arch: Any, sku: str | None) -> Mapping[str, Any]:
     """The SKU figures: ``sku`` if given, else the arch's own SKU, else its first one."""
     from .arch import load_arch
 
@@ -311,7 +310,7 @@ def _sku(arch: Any, sku: str | None) -> Mapping[str, Any]:
     return load_arch(arch.skus[0]).sku_data or {}
 
 
-def _clock_hz(arch: Any, gpu: Mapping[str, Any]) -> float:
+def clock_hz(arch: Any, gpu: Mapping[str, Any]) -> float:
     """The SM clock: the SKU's boost clock, else that of another SKU of the same architecture."""
     from .arch import load_arch
 
@@ -366,138 +365,3 @@ def _operand_dtype(problem: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
     if dtype in ("bf16", "fp16", "fp32", "tf32", "int8"):
         return dtype
     return {8: "fp8", 16: "fp16", 32: "fp32"}.get(int(facts.get("dot_operand_bits") or 16), "fp16")
-
-
-# -- inside Triton's autotuner ---------------------------------------------------------
-
-#: What the callable returns when it cannot estimate: the same number for every config,
-#: so Triton's stable sort keeps their order (and a config it cannot judge is timed).
-NEUTRAL_ESTIMATE = 0.0
-
-_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
-
-
-class TritonPerfModel:
-    """The callable for ``prune_configs_by["perf_model"]``; see :func:`triton_perf_model`."""
-
-    def __init__(self, kernel: Any, arch: str | None = None, sku: str | None = None, problem: Any = None,
-                 context: Any = None) -> None:
-        self.kernel, self.arch, self.sku, self.problem, self.context = kernel, arch, sku, problem, context
-        self._models: dict[Any, Any] = {}  # (arch, signature class) -> ResourceModel or None
-        self._memo: dict[Any, float] = {}
-        self._warned = False
-
-    def __call__(self, **kwargs: Any) -> float:
-        try:
-            return self._estimate(kwargs)
-        except Exception as exc:  # never break the user's autotuning
-            if not self._warned:
-                self._warned = True
-                warnings.warn(f"kernelrules: perf_model cannot estimate ({type(exc).__name__}: {exc}); configs it "
-                              f"cannot judge get {NEUTRAL_ESTIMATE} and keep their order", stacklevel=2)
-            return NEUTRAL_ESTIMATE
-
-    def _estimate(self, kwargs: Mapping[str, Any]) -> float:
-        from .kernel_prune import launch_signature, resolve_arch
-
-        fn, tuner_configs = _unwrap(self.kernel)
-        arch = resolve_arch(self.arch)
-        signature, constexprs = launch_signature(fn, kwargs)
-        config = KernelConfig.from_dict({**constexprs, **{o: kwargs[o] for o in _LAUNCH_OPTIONS
-                                                         if kwargs.get(o) is not None}})
-        from .perf_general import estimate_any
-
-        problem = dict(self.problem(kwargs)) if callable(self.problem) else _problem_from_args(kwargs, signature)
-        if problem.get("grid") is None:
-            _sizes(problem)  # before any probe compile; with a grid the general model takes any kernel
-        shape_class = tuple(sorted((k, _specialisation(v)) for k, v in signature.items()))
-        memo_key = (arch.label, shape_class, repr(sorted(problem.items())), config.key())
-        if memo_key not in self._memo:
-            model = self._model(fn, arch, signature, shape_class, config, tuner_configs, constexprs)
-            self._memo[memo_key] = estimate_any(config, arch, problem, model=model, sku=self.sku)
-        return self._memo[memo_key]
-
-    def _model(self, fn: Any, arch: Any, signature: Mapping[str, Any], shape_class: tuple, config: KernelConfig,
-               tuner_configs: list, constexprs: Mapping[str, Any]) -> Any:
-        """The kernel's resource model for this architecture and signature, learned once
-        (2-3 probe compiles on the CPU); None if it cannot be learned. With a context, in
-        the tuner's shared pool, and the probes the early prune compiled are not compiled again."""
-        key = (arch.name, shape_class)
-        if key not in self._models:
-            from .prune import KernelTarget, Pruner
-
-            target = KernelTarget.for_jit_function(fn, signature)
-            tuned = {k for c in tuner_configs for k in getattr(c, "kwargs", {})}
-            fixed = {k: v for k, v in constexprs.items() if k not in tuned}  # set by the launch, not the configs
-            candidates = [config] + [KernelConfig.from_triton(c).replace(fixed) for c in tuner_configs]
-            if self.context is None:
-                pruner = Pruner(target, jobs=2)
-                try:
-                    self._models[key] = pruner.learn_model(candidates, arch)
-                finally:
-                    pruner.close()
-            else:
-                with self.context.pool() as pool:
-                    pruner = Pruner(target, pool=pool, probe_results=self.context.probe_results)
-                    self._models[key] = pruner.learn_model(candidates, arch)
-        return self._models[key]
-
-
-def triton_perf_model(kernel: Any, arch: str | None = None, *, sku: str | None = None, problem: Any = None,
-                      context: Any = None) -> Callable:
-    """A ``perf_model`` for ``triton.autotune(prune_configs_by={"perf_model": ..., "top_k": k})``.
-
-    Triton calls it as ``perf_model(**named_args, **kwargs, **config.all_kwargs())`` and
-    times the ``k`` configs with the lowest result (estimated seconds). ``kernel`` is the
-    JITFunction, an Autotuner/Heuristics wrapper or a zero-argument callable returning one
-    (``lambda: matmul_kernel``). The architecture is ``arch``, else ``$KERNELRULES_ARCH``,
-    else the current GPU; ``sku`` picks the GPU's figures (default: the first SKU of the
-    architecture, or the one ``arch`` names, e.g. ``"h200"``). The problem is read from
-    integer arguments named M, N, K and the dtype of the first pointer argument, unless
-    ``problem(args) -> {"M", "N", "K", "dtype"}`` is given. Estimates come from
-    :func:`kernelrules.perf_general.estimate_any`: the matmul model for M, N, K, else, for
-    any other kernel, the general model, when ``problem`` returns a ``grid`` (expressions
-    over its sizes and the config's constexprs, as a tune space's ``problem.grid``) and
-    ``bytes``. The resource model is learned
-    once per architecture and signature class, estimates are cached, and any failure
-    warns once and returns :data:`NEUTRAL_ESTIMATE`. ``context``, an
-    :class:`~kernelrules.autotune_context.AutotuneContext` (``kernelrules.autotune``
-    passes its tuner's), shares the compile pool and the probe compiles with the early
-    prune; without it the model starts a pool of its own for its probes.
-    """
-    return TritonPerfModel(kernel, arch=arch, sku=sku, problem=problem, context=context)
-
-
-def _unwrap(kernel: Any) -> tuple[Any, list]:
-    """(the jit function, the configs of the autotuner around it) for a kernel, a wrapper or
-    a zero-argument callable returning one."""
-    from .kernel_prune import jit_function, kernel_object
-
-    obj, configs = kernel_object(kernel), []
-    while hasattr(obj, "fn") and not inspect.isfunction(obj.fn) and not configs:
-        configs = list(getattr(obj, "configs", None) or [])
-        obj = obj.fn
-    return jit_function(kernel), configs
-
-
-def _problem_from_args(args: Mapping[str, Any], signature: Mapping[str, Any]) -> dict[str, Any]:
-    """M, N, K from integer arguments of those names (any case) and the first pointer's dtype."""
-    by_lower = {k.lower(): v for k, v in args.items()}
-    problem = {}
-    for axis in ("M", "N", "K"):
-        value = args.get(axis, by_lower.get(axis.lower()))
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"no integer argument named {axis}; pass problem=lambda args: {{'M': ..., 'N': ..., "
-                             f"'K': ..., 'dtype': ...}}")
-        problem[axis] = value
-    pointers = [v[1:] for v in signature.values() if isinstance(v, str) and v.startswith("*")]
-    if pointers:
-        problem["dtype"] = pointers[0]
-    return problem
-
-
-def _specialisation(value: Any) -> Any:
-    """What a launch specialises on: an integer's divisibility by 16 (or being 1), else the value."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return 1 if value == 1 else ("i16" if value % 16 == 0 else "i")
-    return value

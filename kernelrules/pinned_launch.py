@@ -136,9 +136,9 @@ class LaunchPolicy:
         model = tuner.perf_model
         if model is None:
             if self._model is None:
-                from .triton import analytic_perf_model
+                from .triton_perf import triton_perf_model
 
-                self._model = analytic_perf_model(tuner, self.arch, self.context)
+                self._model = triton_perf_model(tuner, arch=self.arch, context=self.context)
             model = self._model
         extra = {k: v for k, v in kwargs.items() if k not in named}
         return rank(tuner.configs, named, extra, prune=tuner.early_config_prune, model=model)[0][0]

@@ -126,7 +126,8 @@ class TableLinter:
 
     def _judge_groups(self, groups: dict, specs: dict, constexprs: set[str], pool: Any) -> None:
         from .arch import load_arch
-        from .prune import KernelTarget, Pruner
+        from .judging import ConfigJudge
+        from .kernel_target import KernelTarget
 
         for ident, group in groups.items():
             arch = load_arch(ident[0])
@@ -134,7 +135,7 @@ class TableLinter:
             target = KernelTarget.for_signature(self.kernel.path, self.kernel.name, spec, src=self.src)
             configs = [KernelConfig.from_dict({**{k: v for k, v in e.key.items() if k in constexprs}, **e.config})
                        for e in group]
-            pruner = Pruner(target, jobs=self.jobs, timeout=self.timeout, pool=pool)
+            pruner = ConfigJudge(target, jobs=self.jobs, timeout=self.timeout, pool=pool)
             try:
                 records, _model = pruner.judge_arch(configs, arch, self.stage == "compiled", {})
             finally:

@@ -62,7 +62,7 @@ class _Scope:
 
     def see(self, statement: ast.stmt) -> None:
         """Record what ``statement`` binds (as :func:`kernelrules.kernelsource.reduce_module` reads it)."""
-        from .kernelsource import _assignment_target, _is_constant_expr
+        from .kernelsource import assignment_target, is_constant_expr
 
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for alias in statement.names:
@@ -74,12 +74,12 @@ class _Scope:
                 elif alias.name != "*":
                     self.imports[local] = statement
             return
-        target = _assignment_target(statement)
+        target = assignment_target(statement)
         if target is not None:
             name, value = target
             self._forget(name)
             self.values[name] = value
-            if _is_constant_expr(value, self.constants, set(self.aliases)):
+            if is_constant_expr(value, self.constants, set(self.aliases)):
                 self.constants.add(name)
             return
         for name in ps._bound_by(statement):
@@ -240,17 +240,17 @@ def _only(statement: ast.stmt, names: list[str]) -> ast.stmt:
 
 def _resolves(statement: ast.stmt, scope: _Scope) -> dict[str, bool]:
     """For each name ``statement`` binds: whether kernelrules can give it its value."""
-    from .kernelsource import _assignment_target, _is_constant_expr, _is_jit
+    from .kernelsource import assignment_target, is_constant_expr, is_jit
 
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         return {alias.asname or alias.name.split(".", 1)[0]: _import_resolves(statement, alias, scope)
                 for alias in statement.names if alias.name != "*"}
     if isinstance(statement, ast.FunctionDef):
-        return {statement.name: _is_jit(statement)}
-    target = _assignment_target(statement)
+        return {statement.name: is_jit(statement)}
+    target = assignment_target(statement)
     if target is not None:
         value = target[1]
-        ok = _is_constant_expr(value, scope.constants, set(scope.aliases)) and all(
+        ok = is_constant_expr(value, scope.constants, set(scope.aliases)) and all(
             triton_object(n, scope.aliases.get)[0] is not False for n in ast.walk(value) if isinstance(n, ast.Attribute))
         return {target[0]: ok}
     return {name: False for name in ps._bound_by(statement)}

@@ -18,7 +18,8 @@ from .cache import ResultCache
 from .config import KernelConfig
 from .engine import Engine
 from .facts import compiled_facts
-from .prune import KernelTarget, Pruner
+from .judging import ConfigJudge
+from .kernel_target import KernelTarget
 from .ruleset import RuleSet
 from .space import Space
 
@@ -41,7 +42,7 @@ class PropertySession:
         self.jobs = jobs or min(2, os.cpu_count() or 1)
         self.timeout = timeout
         self._pool: Any = None
-        self._pruners: dict[tuple, Pruner] = {}
+        self._pruners: dict[tuple, ConfigJudge] = {}
         self._models: dict[tuple, Any] = {}
         self._results: dict[tuple, dict[str, Any]] = {}
 
@@ -67,12 +68,12 @@ class PropertySession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def pruner(self, space: Space) -> Pruner:
+    def pruner(self, space: Space) -> ConfigJudge:
         """The prune machinery of one space (its kernel and signature), on the shared pool."""
         key = space_key(space)
         if key not in self._pruners:
             target = KernelTarget.from_space(space)
-            self._pruners[key] = Pruner(target, pool=self.pool, timeout=self.timeout)
+            self._pruners[key] = ConfigJudge(target, pool=self.pool, timeout=self.timeout)
         return self._pruners[key]
 
     def model(self, space: Space, arch: Arch, rules: RuleSet) -> Any:

@@ -17,10 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from .config import KernelConfig
-from .kernel_prune import KernelJudge, as_kernel_config, jit_function, signature_from_args, split_signature
+from .kernel_prune import (KernelJudge, as_kernel_config, is_triton_kernel, jit_function, signature_from_args,
+                           split_signature)
+
+if TYPE_CHECKING:
+    from .judging import Progress, PruneResult
+    from .space import Space
 
 
 class ConfigMap(Mapping):
@@ -90,7 +95,7 @@ class Rejection:
 class KernelPruneResult:
     """The judgement of a kernel's configs on one architecture, in the caller's types.
 
-    ``records`` holds the full :class:`~kernelrules.prune.PruneRecord` of each config
+    ``records`` holds the full :class:`~kernelrules.judging.PruneRecord` of each config
     (diagnostics, predicted or compiled facts), in the order the configs were given.
     """
 
@@ -195,3 +200,40 @@ def prune_kernel(kernel: Any, configs: Sequence[Any], arch: Any = None, *, signa
         judge.check(judged)
         records = judge.judge(judged, problem)
         return build_result(judge.arch.name, originals, records, judge.added_names, judge.notes)
+
+
+def prune(space: Any, *args: Any, **kwargs: Any) -> Any:
+    """Python API of ``kernelrules prune``, and the plain prune for tuners (``kernelrules.prune``).
+
+    ``prune(space, arch, *, compile=False, jobs=None, timeout=30.0, cache_dir=None, progress=None)``
+    judges a space file (or a loaded :class:`~kernelrules.space.Space`) on one or more
+    architectures (``"ada,hopper"``) and returns a :class:`~kernelrules.judging.PruneResult`.
+
+    ``prune(kernel, configs, arch=None, *, signature=None, args=None, fixed=None, compile=False, ...)``
+    judges the configs of a live Triton kernel (a ``JITFunction`` or the Autotuner/Heuristics
+    around one) and returns a :class:`KernelPruneResult` in the caller's config types; see
+    :func:`prune_kernel`.
+    """
+    from .space import Space
+
+    if isinstance(space, (str, Path, Space)):
+        return prune_space_file(space, *args, **kwargs)
+    if not is_triton_kernel(space):
+        raise TypeError(f"prune() takes a space file, a Space or a Triton kernel, not {type(space).__name__}")
+    return prune_kernel(space, *args, **kwargs)
+
+
+def prune_space_file(space: str | Path | Space, arch: str | Iterable[str], *, compile: bool = False,
+                     jobs: int | None = None, timeout: float = 30.0, cache_dir: str | Path | None = None,
+                     progress: Progress | None = None) -> PruneResult:
+    """Judge a space file (or Space) on architecture names (``"ada,hopper"`` or a list)."""
+    from .arch import load_arch
+    from .cache import ResultCache
+    from .judging import prune_space
+    from .space import Space, load_space
+
+    loaded = space if isinstance(space, Space) else load_space(space)
+    names = [arch] if isinstance(arch, str) else list(arch)
+    archs = [load_arch(n) for name in names for n in name.split(",") if n.strip()]
+    cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
+    return prune_space(loaded, archs, compile=compile, jobs=jobs, timeout=timeout, cache=cache, progress=progress)

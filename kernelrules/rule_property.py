@@ -33,7 +33,7 @@ from .arch import Arch, load_arch
 from .config import KernelConfig
 from .engine import Engine
 from .property_session import PropertySession, default_session
-from .prune import REPORTED_FACTS
+from .facts_catalogue import REPORTED_FACTS
 from .ruleset import Rule, RuleSet, builtin_rules, expression_roots
 from .space import Space, load_space
 
@@ -263,7 +263,7 @@ class RuleProperty:
         """The hypothesis strategy of the configs this property draws."""
         from hypothesis.strategies import SearchStrategy
 
-        from .testing import configs
+        from .strategies import configs
 
         if isinstance(self.configs, SearchStrategy):
             return self.configs

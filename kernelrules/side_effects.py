@@ -46,7 +46,7 @@ from typing import Any, Mapping
 from .argflow import PointerFlow
 from .autotune_eval import ConfigEvaluator, Unsupported
 from .discover import ParsedModule, cached_module, is_constexpr_annotation
-from .kernelsource import _dotted_name
+from .kernelsource import dotted_name
 
 #: Atomics whose effect a second run with the same inputs repeats exactly (when their result is unused).
 _IDEMPOTENT = frozenset({"atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xchg"})
@@ -338,7 +338,7 @@ class _Walker:
         if roots:  # a descriptor's (or block pointer's) own method: desc.load([m, k])
             key = f"({self._text(func.value, st)})[{self._text(node.args[0], st) if node.args else ''}]"
         else:
-            dotted = _dotted_name(func.value) or ""
+            dotted = dotted_name(func.value) or ""
             pointer = next((kw.value for kw in node.keywords if kw.arg == "pointer"),
                            node.args[0] if node.args else None)
             if pointer is None or not (dotted == "tl" or self.module.imports.resolve(dotted).startswith("triton")):

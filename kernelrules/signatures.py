@@ -46,9 +46,9 @@ DEFAULT_INT = 4096
 #: Provenance labels, strongest first.
 PROVENANCE = ("spec", "call-site", "comment", "dataflow", "naming", "default")
 
-#: Scalar and pointer types a spec may name (the space file's schema).
-_DTYPES = "fp8e4nv|fp8e5|fp8e4b15|fp8e4b8|fp8e5b16|fp16|bf16|fp32|fp64|i1|i8|i16|i32|i64|u8|u16|u32|u64"
-_TYPE_TEXT = re.compile(rf"\*?(?:{_DTYPES})\Z")
+#: Scalar and pointer types a spec may name (the space file's schema), as regex alternatives.
+DTYPE_PATTERN = "fp8e4nv|fp8e5|fp8e4b15|fp8e4b8|fp8e5b16|fp16|bf16|fp32|fp64|i1|i8|i16|i32|i64|u8|u16|u32|u64"
+_TYPE_TEXT = re.compile(rf"\*?(?:{DTYPE_PATTERN})\Z")
 
 #: Name tokens that mark a float scalar.
 _FLOAT_TOKENS = frozenset({"eps", "epsilon", "scale", "alpha", "beta", "gamma", "rate", "temperature",

@@ -8,11 +8,11 @@ CUDA-graph capture), and what a user can call to see it. Nothing in it measures 
 or draws a random number, so every run and every rank makes the same choice:
 
 1. the candidates are the configs kernelrules' early prune keeps for the architecture
-   (:class:`kernelrules.triton.EarlyPrune`, the config stage: the rules and the resource
+   (:class:`kernelrules.triton_prune.EarlyPrune`, the config stage: the rules and the resource
    model's predictions; repaired configs in place of rejected ones with ``repair=True``),
    after the user's own ``early_config_prune`` when the tuner has one;
 2. each is estimated by the tuner's perf model, else kernelrules' own
-   (:func:`kernelrules.perf_model.triton_perf_model`: the matmul model for kernels with
+   (:func:`kernelrules.triton_perf.triton_perf_model`: the matmul model for kernels with
    integer arguments M, N and K);
 3. the lowest estimate wins; ties, and configs the model cannot estimate (a kernel the
    model does not read gets the same neutral estimate for every config), keep the order
@@ -68,12 +68,13 @@ def static_pick(kernel: Any, configs: Sequence[Any], args: Mapping[str, Any] | S
     (or, with ``repair``, the repair of one).
     """
     from .kernel_prune import jit_function
-    from .triton import EarlyPrune, analytic_perf_model
+    from .triton_perf import triton_perf_model
+    from .triton_prune import EarlyPrune
 
     if not configs:
         raise ValueError("static_pick needs at least one config")
     fn = jit_function(kernel)
     named = dict(args) if isinstance(args, Mapping) else dict(zip(fn.arg_names, args))
-    model = perf_model if perf_model is not None else analytic_perf_model(kernel, arch)
+    model = perf_model if perf_model is not None else triton_perf_model(kernel, arch=arch)
     ranked = rank(configs, named, launch_kwargs, prune=EarlyPrune(kernel, arch=arch, repair=repair), model=model)
     return ranked[0][0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -107,14 +108,27 @@ def test_arch_from_the_environment(monkeypatch):
     assert result.arch == "sm_90" and len(result.kept) == 1
 
 
-def test_the_space_file_form_still_dispatches_and_the_module_is_callable():
-    import kernelrules.prune as module
-
-    assert callable(module)  # kernelrules.prune stays callable when the submodule was imported first
+def test_the_space_file_form_still_dispatches():
     with pytest.raises(KernelrulesError, match="nosuch.space.yaml"):
         kernelrules.prune("nosuch.space.yaml", "ada")
     with pytest.raises(TypeError, match="Triton kernel"):
         kernelrules.prune(42, [], "ada", signature=SIGNATURE)
+
+
+IMPORT_ORDERS = {
+    "function first": "kernelrules.prune\nimport kernelrules.judging, kernelrules.prune_api, kernelrules.triton",
+    "modules first": "import kernelrules.judging, kernelrules.prune_api, kernelrules.triton\nkernelrules.prune",
+}
+
+
+@pytest.mark.parametrize("order", IMPORT_ORDERS)
+def test_kernelrules_prune_is_the_dispatcher_whichever_is_imported_first(order):
+    """``kernelrules.prune`` is prune_api's function, read before or after the modules around it are imported."""
+    code = (f"import sys, kernelrules\n{IMPORT_ORDERS[order]}\n"
+            "assert kernelrules.prune is kernelrules.prune_api.prune, kernelrules.prune\n"
+            "assert 'kernelrules.prune' not in sys.modules\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
 
 
 BAD_INPUT = [

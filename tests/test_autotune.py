@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import types
 import warnings
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import triton
 import triton.language as tl
 
 import kernelrules
-from kernelrules.errors import KernelrulesError
+from kernelrules import triton_perf
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS.parent / "examples"))
@@ -136,17 +135,18 @@ def test_perf_model_and_top_k_go_to_triton():
 
 def test_perf_model_true_uses_kernelrules_model(monkeypatch):
     made = []
-    fake = types.ModuleType("kernelrules.perf_model")
-    fake.triton_perf_model = lambda kernel, arch=None: made.append((kernel, arch)) or (lambda **kw: 1.0)
-    monkeypatch.setitem(sys.modules, "kernelrules.perf_model", fake)
+
+    def fake_model(kernel, arch=None, context=None):
+        made.append((kernel, arch, context))
+        return lambda **kw: 1.0
+
+    monkeypatch.setattr(triton_perf, "triton_perf_model", fake_model)
     tuned = kernelrules.autotune(configs=CONFIGS, key=["n"], arch="ada", perf_model=True, top_k=1)(double.fn)
-    assert made == [(tuned, "ada")] and tuned.perf_model() == 1.0 and tuned.configs_top_k == 1
+    assert made == [(tuned, "ada", tuned.kernelrules_context)]  # the tuner's context: one pool for all phases
+    assert tuned.perf_model() == 1.0 and tuned.configs_top_k == 1
 
 
-def test_perf_model_true_without_the_model_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "kernelrules.perf_model", None)  # as if it were not installed
-    with pytest.raises(KernelrulesError, match="kernelrules.perf_model"):
-        kernelrules.autotune(configs=CONFIGS, key=["n"], arch="ada", perf_model=True)(double.fn)
+def test_perf_model_given_twice_is_an_error():
     with pytest.raises(TypeError, match="twice"):
         kernelrules.autotune(configs=CONFIGS, key=["n"], perf_model=min, prune_configs_by={"perf_model": max})
 

@@ -13,7 +13,7 @@ import triton
 import kernelrules
 from kernelrules.autotune_context import AutotuneContext
 from kernelrules.compilejob import CompileJob
-from kernelrules.perf_model import triton_perf_model
+from kernelrules.triton_perf import triton_perf_model
 from kernelrules.pool import CompilePool
 from kernelrules.precompile import precompile_before_timing
 from kernelrules.triton import early_prune
@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "examples"))
 from matmul import matmul_kernel  # noqa: E402
 from standins import matmul_named_args  # noqa: E402
 
-prune_module = importlib.import_module("kernelrules.prune")
+prune_module = importlib.import_module("kernelrules.judging")
 MATMUL = str(REPO / "examples" / "matmul.py")
 SIZE = 512
 TOP_K = 2
@@ -50,7 +50,7 @@ class Recorder:
     def __init__(self, monkeypatch):
         self.pools, self.spawned, self.sent, self.models = 0, [], [], []
         init, spawn, dispatch, learn = (CompilePool.__init__, CompilePool._spawn, CompilePool._dispatch,
-                                        prune_module.Pruner.learn_model)
+                                        prune_module.ConfigJudge.learn_model)
 
         def counting_init(pool, *args, **kwargs):
             self.pools += 1
@@ -73,7 +73,7 @@ class Recorder:
         monkeypatch.setattr(CompilePool, "__init__", counting_init)
         monkeypatch.setattr(CompilePool, "_spawn", recording_spawn)
         monkeypatch.setattr(CompilePool, "_dispatch", recording_dispatch)
-        monkeypatch.setattr(prune_module.Pruner, "learn_model", recording_learn)
+        monkeypatch.setattr(prune_module.ConfigJudge, "learn_model", recording_learn)
 
     def probes(self):
         return [job for job, shared in self.sent if shared is None]

@@ -72,7 +72,7 @@ def models():
     for name in ARCHS:
         arch = load_arch(name)
         probes = [probe_from_facts(p, compiled(p, arch)) for p in choose_probes(SPACE)]
-        if name == "sm_100":  # also probe the tcgen05 path, as Pruner._complete_paths does
+        if name == "sm_100":  # also probe the tcgen05 path, as ConfigJudge._complete_paths does
             extra = matmul_config(64, 16, 32, 3, 4)
             probes.append(probe_from_facts(extra, compiled(extra, arch)))
         learned[name] = (arch, learn(probes, arch))
@@ -207,7 +207,7 @@ def test_fp8_off_tcgen05_is_upcast_on_sm100_but_native_on_sm120(models):
 
 def test_prune_sm100(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELRULES_CACHE_DIR", str(tmp_path / "cache"))
-    from kernelrules.prune import prune
+    from kernelrules.prune_api import prune
 
     result = prune(str(ROOT / "examples" / "matmul.space.yaml"), "sm_100", cache_dir=tmp_path / "cache")
     records = {(r.verdict.config.constexprs["BLOCK_M"], r.verdict.config.constexprs["BLOCK_N"],

@@ -46,7 +46,7 @@ def importers_of(*targets: str) -> set[str]:
 
 def test_the_graph_was_read():
     assert len(GRAPH) > 60 and "kernelrules.tune.driver" in GRAPH and "kernelrules.analyzers.ptx" in GRAPH
-    assert {"kernelrules.lint", "kernelrules.prune", "kernelrules.cli"} <= importers_of("kernelrules.engine")
+    assert {"kernelrules.lint", "kernelrules.judging", "kernelrules.cli"} <= importers_of("kernelrules.engine")
     assert "kernelrules.arch" in GRAPH["kernelrules.tune.driver"]  # `from ..arch import load_arch`, resolved
 
 
@@ -68,3 +68,147 @@ def test_the_engine_imports_no_tuner():
     for module in ("kernelrules.engine", "kernelrules.ruleset", "kernelrules.config", "kernelrules.arch"):
         tuner = {d for d in GRAPH[module] if d.startswith(("kernelrules.tune", "kernelrules.triton", "optuna"))}
         assert not tuner, f"{module} imports {sorted(tuner)}"
+
+
+# -- cycles, private names, the judging core and its adapters -----------------------------
+
+
+def module_edges() -> dict[str, set[str]]:
+    """Each module's imports of other kernelrules modules; its own ancestor packages are left out (Python
+    initialises a package before its modules, so ``from . import x`` in a module of the package closes no cycle)."""
+    return {m: {d for d in deps if d in GRAPH and d != m and not m.startswith(d + ".")} for m, deps in GRAPH.items()}
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
+    """The modules that import each other, directly or not: every strongly connected component of more than one."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[set[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for dep in sorted(edges[module]):
+            if dep not in order:
+                visit(dep)
+                low[module] = min(low[module], low[dep])
+            elif dep in stack:
+                low[module] = min(low[module], order[dep])
+        if low[module] == order[module]:
+            component = set(stack[stack.index(module):])
+            del stack[stack.index(module):]
+            if len(component) > 1:
+                components.append(component)
+
+    for module in sorted(edges):
+        if module not in order:
+            visit(module)
+    return components
+
+
+def cycle_through(start: str, edges: dict[str, set[str]], within: set[str]) -> list[str]:
+    """The shortest import path from ``start`` back to itself inside one strongly connected component."""
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        module = queue.pop(0)
+        for dep in sorted(edges[module] & within):
+            if dep == start:
+                return paths[module] + [start]
+            if dep not in paths:
+                paths[dep] = paths[module] + [dep]
+                queue.append(dep)
+    raise AssertionError(f"{start} is in no cycle")
+
+
+#: Cycles this step leaves to a later one (the discovery modules around kernelsource): the
+#: test fails when one grows, when a new one appears, and when a listed one is gone.
+KNOWN_CYCLES = [
+    {"kernelrules.kernelsource", "kernelrules.kerneldeps", "kernelrules.pkgsource", "kernelrules.pkgbranches",
+     "kernelrules.pkgvalues"},
+]
+
+
+def test_cycles_are_found_and_reported_as_a_path():
+    edges = {"a": {"b"}, "b": {"c", "e"}, "c": {"a", "d"}, "d": set(), "e": {"b"}, "x": {"x"}}
+    assert sorted(map(sorted, strongly_connected(edges))) == [["a", "b", "c", "e"]]
+    assert cycle_through("a", edges, {"a", "b", "c", "e"}) == ["a", "b", "c", "a"]
+    assert strongly_connected({"x": set(), "y": {"x"}}) == []
+
+
+def test_no_import_cycles():
+    edges = module_edges()
+    found = strongly_connected(edges)
+    new = [" -> ".join(cycle_through(min(c), edges, c)) for c in found if c not in KNOWN_CYCLES]
+    assert not new, f"import cycles (function-level imports included): {new}"
+    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
+    assert not gone, f"cycles no longer there, or changed: update KNOWN_CYCLES: {gone}"
+
+
+def private_imports(path: Path, name: str) -> set[str]:
+    """``module._name`` for each private name the module ``name`` at ``path`` imports from another kernelrules module."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            stem = ".".join([*base, node.module] if node.module else base)
+            found.update(f"{stem}.{alias.name}" for alias in node.names if stem.startswith("kernelrules")
+                         and alias.name.startswith("_") and not alias.name.startswith("__")
+                         and f"{stem}.{alias.name}" not in GRAPH)
+    return found
+
+
+#: Private names still imported across modules, removed by other parts of this step
+#: (pool.py and check_kernel.py are theirs): nothing may be added here.
+ALLOWED_PRIVATE_IMPORTS = {
+    "kernelrules.pool": {"kernelrules.compilejob._prepare_failure", "kernelrules.specialize._StandInPointer"},
+    "kernelrules.check_kernel": {"kernelrules.lint._explicit_spec", "kernelrules.lint._constexpr_values",
+                                 "kernelrules.lint._call_literals"},
+}
+
+
+def test_private_imports_are_read(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from .engine import _hidden, Engine\nfrom . import engine\nfrom .version import __version__\n"
+                     "from optuna import _private\n")
+    assert private_imports(probe, "kernelrules.probe") == {"kernelrules.engine._hidden"}
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = {module_name(p): private_imports(p, module_name(p)) for folder in ("kernelrules", "analyzers")
+             for p in (REPO / folder).rglob("*.py")}
+    wrong = {m: sorted(names - ALLOWED_PRIVATE_IMPORTS.get(m, set())) for m, names in found.items()}
+    assert not {m: n for m, n in wrong.items() if n}, "make them public names of their module"
+
+
+def imported_by(module: str) -> set[str]:
+    """Every kernelrules module ``module`` imports, directly or through others (function-level imports included)."""
+    edges = module_edges()
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for dep in edges[todo.pop()] - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return seen
+
+
+#: The adapters over the judging core (tuner integrations, the prune API) and the command-line layers above it.
+ADAPTERS = ("prune_api", "kernel_prune", "triton", "triton_perf", "triton_prune", "optuna_helper", "precompile",
+            "autotune_context", "static_pick", "pinned_launch")
+LINT_AND_CLI = ("lint", "check_kernel", "pinned_lint", "cli", "cli_tune", "cli_pin", "reporters")
+
+
+def test_the_judging_core_imports_no_adapter_nor_lint_nor_the_cli():
+    above = imported_by("kernelrules.judging") & {f"kernelrules.{m}" for m in (*ADAPTERS, *LINT_AND_CLI)}
+    assert not above, f"kernelrules.judging imports {sorted(above)}"
+    assert "kernelrules.engine" in imported_by("kernelrules.judging")  # the walk reached the core's own imports
+
+
+def test_the_perf_models_never_import_the_judging_core_or_an_adapter():
+    for model in ("kernelrules.perf_model", "kernelrules.perf_general"):
+        wrong = imported_by(model) & {"kernelrules.judging", *(f"kernelrules.{m}" for m in ADAPTERS)}
+        assert not wrong, f"{model} imports {sorted(wrong)}: the analytic models stay pure"
+    assert "kernelrules.perf_model" in imported_by("kernelrules.perf_general")

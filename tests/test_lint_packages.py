@@ -15,7 +15,7 @@ import pytest
 
 from kernelrules.constexpr_guess import alternatives, condition_names, guess
 from kernelrules.kerneldeps import kernel_dependencies
-from kernelrules.kernelsource import _hash_reduced, kernel_source_hash, reduce_module
+from kernelrules.kernelsource import hash_reduced, kernel_source_hash, reduce_module
 from kernelrules.pkgsource import module_statements, package_root
 from kernelrules.settings import parse_table
 
@@ -75,8 +75,8 @@ def test_cache_key_matches_a_real_import(monkeypatch):
 
 def test_source_hash_of_a_kernel_without_imported_helpers_is_unchanged():
     reduced = reduce_module(ADD.read_text(), ADD)
-    assert kernel_source_hash(ADD, "plain_kernel") == _hash_reduced(reduced, "plain_kernel")[0]
-    assert kernel_source_hash(ADD, "add_kernel") != _hash_reduced(reduced, "add_kernel")[0]
+    assert kernel_source_hash(ADD, "plain_kernel") == hash_reduced(reduced, "plain_kernel")[0]
+    assert kernel_source_hash(ADD, "add_kernel") != hash_reduced(reduced, "add_kernel")[0]
 
 
 def test_dependencies_cross_modules_transitively():

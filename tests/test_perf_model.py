@@ -14,7 +14,8 @@ import triton
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelrules.perf_model import NEUTRAL_ESTIMATE, estimate, triton_perf_model
+from kernelrules.perf_model import estimate
+from kernelrules.triton_perf import NEUTRAL_ESTIMATE, triton_perf_model
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelrules.kernelsource import _hash_reduced, kernel_source_hash, load_kernel, reduce_module
+from kernelrules.kernelsource import hash_reduced, kernel_source_hash, load_kernel, reduce_module
 from kernelrules.pkgbranches import walk
 from kernelrules.pkgvalues import is_flag_name
 
@@ -181,8 +181,8 @@ def test_the_chosen_branch_is_what_an_import_gives_the_jit(monkeypatch, tmp_path
         for name in [n for n in sys.modules if n == "brpkg" or n.startswith("brpkg.")]:
             del sys.modules[name]
     reduced = reduce_module(ops.read_text(), ops)
-    assert kernel_source_hash(ops, "plain_kernel") == _hash_reduced(reduced, "plain_kernel")[0]
-    assert kernel_source_hash(ops, "tanh_kernel") != _hash_reduced(reduced, "tanh_kernel")[0]
+    assert kernel_source_hash(ops, "plain_kernel") == hash_reduced(reduced, "plain_kernel")[0]
+    assert kernel_source_hash(ops, "tanh_kernel") != hash_reduced(reduced, "tanh_kernel")[0]
 
 
 def test_walk_without_a_path_leaves_undecided_ifs_whole():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernelrules.errors import KernelrulesError
-from kernelrules.prune import prune
+from kernelrules.prune_api import prune
 from kernelrules.space import SpaceFileError, load_space
 
 REPO = Path(__file__).resolve().parent.parent

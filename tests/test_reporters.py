@@ -12,7 +12,7 @@ from kernelrules.config import KernelConfig
 from kernelrules.engine import Diagnostic, Verdict
 from kernelrules.errors import KernelrulesError
 from kernelrules.findings import Finding, KernelReport, LintReport, lint_finding
-from kernelrules.prune import PruneRecord
+from kernelrules.judging import PruneRecord
 from kernelrules.reporters import (
     artifact_uri,
     escape_data,

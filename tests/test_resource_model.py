@@ -57,7 +57,7 @@ def models():
         arch = load_arch(name)
         probes = [read_probe(p, compile_config(p, arch)["ttgir"]) for p in choose_probes(SPACE)]
         model = learn(probes, arch)
-        if name == "sm_90":  # also probe the wgmma path, as Pruner._complete_paths does
+        if name == "sm_90":  # also probe the wgmma path, as ConfigJudge._complete_paths does
             extra = matmul_config(64, 16, 32, 3, 4)
             probes.append(read_probe(extra, compile_config(extra, arch)["ttgir"]))
             model = learn(probes, arch)

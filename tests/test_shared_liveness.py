@@ -56,7 +56,7 @@ def model(request):
     probes = [read(p, arch) for p in choose_probes(SPACE)]
     learned = learn(probes, arch)
     missing = [c for c in SPACE if learned.mma_path(c.constexprs, c.num_warps) not in learned.paths]
-    if missing:  # the other MMA path, as Pruner._complete_paths probes it
+    if missing:  # the other MMA path, as ConfigJudge._complete_paths probes it
         probes += [read(p, arch) for p in choose_probes(missing, count=1)]
         learned = learn(probes, arch)
     return arch, learned

@@ -2,7 +2,7 @@
 
 1. **Config stage**, for the whole space at start (tens of thousands of configs a
    second after the resource model's probe compiles): the rules plus predicted facts
-   (:class:`kernelrules.prune.Pruner`). A rejected candidate is recorded with its rule
+   (:class:`kernelrules.judging.ConfigJudge`). A rejected candidate is recorded with its rule
    codes and never launched.
 2. **Compiled stage**, per candidate: the config is cross-compiled for the target
    architecture in the shared :class:`kernelrules.pool.CompilePool` (time-limited,
@@ -23,7 +23,8 @@ from typing import Any, Mapping, Sequence
 from ..cache import ResultCache
 from ..config import KernelConfig
 from ..facts import compiled_facts
-from ..prune import KernelTarget, Pruner, check_target
+from ..judging import ConfigJudge, check_target
+from ..kernel_target import KernelTarget
 from ..space import Space
 from .problem import scalar_problem
 
@@ -61,7 +62,7 @@ class Gate:
         self.space, self.arch, self.stage = space, arch, stage
         self.problem = scalar_problem(space.problem)
         self.target = KernelTarget.from_space(space)
-        self.pruner = Pruner(self.target, jobs=jobs, timeout=timeout, cache=cache if cache is not None else ResultCache())
+        self.pruner = ConfigJudge(self.target, jobs=jobs, timeout=timeout, cache=cache if cache is not None else ResultCache())
         if triton_cache_dir:
             self.pruner.pool.triton_cache_dir = triton_cache_dir
         self.timeout = timeout

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import KernelrulesError
-from ..inductor import _info, _read, heuristics_decorator, kernel_functions, numel_prefix
+from ..inductor import read_kernel_info, read_inductor_file, heuristics_decorator, kernel_functions, numel_prefix
 
 #: Block-size constexprs Inductor writes, and the size-hint prefix each one tiles.
 BLOCK_PREFIX = {"XBLOCK": "x", "YBLOCK": "y", "ZBLOCK": "z", "R0_BLOCK": "r0_", "R1_BLOCK": "r1_", "RBLOCK": "r"}
@@ -182,7 +182,7 @@ def _grid_axes(func: ast.FunctionDef, blocks: list[str]) -> dict[int, str]:
 
 def find_kernel(path: Path, name: str | None) -> tuple[ast.FunctionDef, int, ast.Call]:
     """The decorated Inductor kernel ``name`` of ``path`` (the only one when ``name`` is None)."""
-    found = [(f, off) for f, off in kernel_functions(path, _read(path)) if heuristics_decorator(f) is not None]
+    found = [(f, off) for f, off in kernel_functions(path, read_inductor_file(path)) if heuristics_decorator(f) is not None]
     if not found:
         raise InductorSpaceError("no Inductor kernel (@triton_heuristics.*) in the file", path=str(path))
     if name is None:
@@ -208,7 +208,7 @@ def generate(kernel_path: str | os.PathLike[str], name: str | None, output: str 
     """The space file for an Inductor kernel, to be written at ``output`` (paths are relative to it)."""
     path = Path(kernel_path).resolve()
     func, offset, decorator = find_kernel(path, name)
-    info = _info(path, func, offset, decorator)
+    info = read_kernel_info(path, func, offset, decorator)
     kind = info.kernel_type
     signature = dict(info.signature)
     constexprs = [c for c in _constexprs(func) if c not in info.constants]

@@ -63,21 +63,21 @@ def load_inductor_kernel(path: str, name: str) -> Any | None:
     """
     import ast
 
-    from ..inductor import _embedded_sources, _read, heuristics_decorator, kernel_functions
+    from ..inductor import embedded_sources, read_inductor_file, heuristics_decorator, kernel_functions
 
     path = str(Path(path).resolve())
     key = f"{path}::inductor"
-    functions = list(kernel_functions(Path(path), _read(Path(path))))
+    functions = list(kernel_functions(Path(path), read_inductor_file(Path(path))))
     found = [(f, off) for f, off in functions if f.name == name and heuristics_decorator(f) is not None]
     if not found:
         return None
     if key in _LOADED and hasattr(_LOADED[key], name):
         return getattr(_LOADED[key], name)
     func, offset = found[0]
-    source = _read(Path(path))
+    source = read_inductor_file(Path(path))
     tree = ast.parse(source, filename=path)
     if offset:  # the kernel's own module is the embedded source
-        for text, first_line in _embedded_sources(tree):
+        for text, first_line in embedded_sources(tree):
             if first_line - 1 == offset:
                 tree = ast.parse(text)
                 ast.increment_lineno(tree, offset)

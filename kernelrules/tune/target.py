@@ -66,12 +66,12 @@ def compiled_stage_blocked(space: Any) -> list[str]:
     benchmark worker (which imports them) can run it.
     """
     from ..inductor import inductor_kernel_info
-    from ..kernelsource import _hash_reduced, _read_source, reduce_module
+    from ..kernelsource import hash_reduced, read_kernel_source, reduce_module
 
     try:
         if inductor_kernel_info(space.kernel_path, space.kernel_name) is None:
             return []
-        reduced = reduce_module(_read_source(Path(space.kernel_path)), Path(space.kernel_path))
-        return list(_hash_reduced(reduced, space.kernel_name)[1])
+        reduced = reduce_module(read_kernel_source(Path(space.kernel_path)), Path(space.kernel_path))
+        return list(hash_reduced(reduced, space.kernel_name)[1])
     except Exception:  # noqa: BLE001 - the gate reports what it cannot load
         return []

@@ -1,26 +1,26 @@
-"""Judge every config of a search space on one or more architectures.
+"""The judging core: judge every config of a kernel on one or more architectures.
 
-The flow, per architecture:
+Lint, check-config, ``kernelrules prune``, the tune gate, the tuner adapters, the perf
+model's probes and the testing helpers all judge through :class:`ConfigJudge`. Per
+architecture it walks a table of named stages in order (as Triton's backend fills
+``stages["ttir"|...]`` in ``add_stages`` and ``compile()`` walks it), see
+:meth:`ConfigJudge.add_stages`:
 
-1. the config stage: every rule judges every config from the config, the
-   architecture and the launch signature, plus the resource model's
-   predictions (learned from a few probe compiles of the kernel itself);
-2. with ``compile=True``, every config that survives is cross-compiled in the
-   worker pool (time-limited, cached on disk) and judged again on its facts;
-3. a rejected config gets the nearest config that passes, found with the rules'
-   repairs over predicted facts (and, with ``compile=True``, confirmed by a
-   compile).
+1. ``predict``: the resource model is learned from a few probe compiles of the kernel;
+2. ``config``: every rule judges every config from the config, the architecture and the
+   launch signature, plus the model's predictions; a rejected config gets the nearest
+   config that passes, found with the rules' repairs over predicted facts;
+3. with ``compile=True``, ``compile``: every config that survives is cross-compiled in the
+   worker pool (time-limited, cached on disk);
+4. ``compiled``: the survivors are judged again on their compiled facts;
+5. ``repairs``: each suggested repair is compiled once and dropped if its facts reject it.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
-from .arch import load_arch
 from .cache import UNCACHED_KINDS, ResultCache
 from .compilejob import CompileJob, CompileResult
 from .config import KernelConfig
@@ -31,7 +31,7 @@ from .pool import CompilePool
 from .register_model import distinct, fit as fit_registers, read_live_tensors, register_probes
 from .resource_model import (ModelError, ResourceModel, choose_probes, learn, probe_from_facts, read_probe,
                              synthetic_probes)
-from .space import Space, load_space
+from .space import Space
 
 #: Facts copied into the JSON record (the rest stays available in Python), declared in the fact catalogue.
 from .facts_catalogue import REPORTED_FACTS
@@ -80,14 +80,37 @@ class PruneResult:
         return {"results": [r.to_json() for r in self.records], "models": self.models, "notes": self.notes}
 
 
-class Pruner:
-    """Holds the engine, the compile pool and the learned models for one prune run.
+@dataclass
+class ArchJudging:
+    """What the stages of one architecture's judging share: the inputs, the model and the records so far."""
+
+    configs: list[KernelConfig]
+    arch: Any
+    problem: Mapping[str, Any]
+    kernel: dict[str, Any]
+    probe: bool
+    model: ResourceModel | None
+    records: list[PruneRecord] = field(default_factory=list)
+    #: The compile stage's survivors, each with its compile result and (AMD) its VGPR need.
+    compiled: list[tuple[PruneRecord, CompileResult, Any]] = field(default_factory=list)
+
+    def predict(self, config: KernelConfig) -> dict[str, Any]:
+        """The resource model's predicted facts of ``config`` (none without a model)."""
+        return self.model.predict(config) if self.model is not None else {}
+
+
+#: One named stage: it reads and extends the architecture's judging in place.
+Stage = Callable[["ConfigJudge", ArchJudging], None]
+
+
+class ConfigJudge:
+    """Holds the engine, the compile pool and the learned models for one judging run.
 
     ``pool``, a pool shared with other users (lint's, or a tuner's
     :class:`~kernelrules.autotune_context.AutotuneContext`), is used but never closed
-    here; ``cache`` then applies to this pruner's compiles only (the pool's own when
+    here; ``cache`` then applies to this judge's compiles only (the pool's own when
     None). ``probe_results``, a mapping from compile job to result shared by the
-    pruners of one tuner, answers probe compiles made before (deterministic results
+    judges of one tuner, answers probe compiles made before (deterministic results
     only: what a compile of the same job would give again).
     """
 
@@ -233,39 +256,24 @@ class Pruner:
 
         ``model``, a resource model learned earlier for this kernel and architecture,
         spares the probe compiles (a judge that lives across calls passes its own).
+        The stages of :meth:`add_stages` run in their order.
         """
-        kernel = dict(self.target.kernel_info)
-        if model is None and probe:
-            model = self.model_for(configs, arch)
+        judging = ArchJudging(list(configs), arch, problem, dict(self.target.kernel_info), probe, model)
+        stages: dict[str, Stage] = {}
+        self.add_stages(stages, compile)
+        for stage in stages.values():
+            stage(self, judging)
+        return judging.records, judging.model
 
-        def predict(config: KernelConfig) -> dict[str, Any]:
-            return model.predict(config) if model is not None else {}
-
-        records = []
-        for verdict in self.engine.judge_many(configs, arch, kernel=kernel, facts_fn=predict):
-            facts = predict(verdict.config)
-            if verdict.rejected:
-                found = self.engine.repair(verdict.config, arch, kernel=kernel, facts=facts, problem=problem,
-                                           facts_fn=predict, frozen=self.target.fixed)
-                if found is not None:
-                    verdict.repair, verdict.repair_steps = found
-            records.append(PruneRecord(verdict, facts))
+    @staticmethod
+    def add_stages(stages: dict[str, Stage], compile: bool) -> None:
+        """Fill ``stages`` with the named stages of one architecture's judging, in the order they run."""
+        stages["predict"] = predict_stage
+        stages["config"] = config_stage
         if compile:
-            survivors = [r for r in records if not r.verdict.rejected]
-            results = self.compile_many([r.verdict.config for r in survivors], arch, f"compiling {arch.name}")
-            needs = self.vgpr_need([r.verdict.config for r in survivors], results, arch)
-            for record, result, need in zip(survivors, results, needs):
-                config = record.verdict.config
-                facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=self.timeout,
-                                       predicted=record.facts)
-                if need is not None and result.ok:
-                    facts["vgpr_need"] = need
-                verdict = self.engine.check(config, arch, kernel=kernel, facts=facts, problem=problem,
-                                            facts_fn=predict, stage="compiled")
-                verdict.stage = "compiled"
-                record.verdict, record.facts = verdict, facts
-            self._confirm_repairs([r for r in records if r.verdict.repair is not None], arch, kernel, problem)
-        return records, model
+            stages["compile"] = compile_stage
+            stages["compiled"] = compiled_stage
+            stages["repairs"] = repairs_stage
 
     def vgpr_need(self, configs: Sequence[KernelConfig], results: Sequence[CompileResult], arch: Any) -> list:
         """On AMD, the VGPRs each compiled config needs without its ``waves_per_eu`` cap.
@@ -284,18 +292,64 @@ class Pruner:
                 needs[i] = (ref.facts or {}).get("registers") if ref.ok else None
         return needs
 
-    def _confirm_repairs(self, records: list[PruneRecord], arch: Any, kernel: Mapping[str, Any],
-                         problem: Mapping[str, Any]) -> None:
-        """Compile each suggested repair once; drop the suggestion if the compiled facts reject it."""
-        repairs = {r.verdict.repair.key(): r.verdict.repair for r in records}
-        configs = list(repairs.values())
-        ok = {}
-        for config, result in zip(configs, self.compile_many(configs, arch, f"checking repairs {arch.name}")):
-            facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=self.timeout)
-            ok[config.key()] = not self.engine.judge(config, arch, kernel=kernel, facts=facts, problem=problem).rejected
-        for record in records:
-            if not ok.get(record.verdict.repair.key(), False):
-                record.verdict.repair, record.verdict.repair_steps = None, ()
+
+def predict_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Learn the resource model from probe compiles, unless one was given or probing is off."""
+    if judging.model is None and judging.probe:
+        judging.model = judge.model_for(judging.configs, judging.arch)
+
+
+def config_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Judge every config on the predicted facts; find a repair for each rejected one."""
+    engine, arch, kernel = judge.engine, judging.arch, judging.kernel
+    for verdict in engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=judging.predict):
+        facts = judging.predict(verdict.config)
+        if verdict.rejected:
+            found = engine.repair(verdict.config, arch, kernel=kernel, facts=facts, problem=judging.problem,
+                                  facts_fn=judging.predict, frozen=judge.target.fixed)
+            if found is not None:
+                verdict.repair, verdict.repair_steps = found
+        judging.records.append(PruneRecord(verdict, facts))
+
+
+def compile_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Compile every config the config stage passed (and, on AMD, find its VGPR need)."""
+    arch = judging.arch
+    survivors = [r for r in judging.records if not r.verdict.rejected]
+    configs = [r.verdict.config for r in survivors]
+    results = judge.compile_many(configs, arch, f"compiling {arch.name}")
+    judging.compiled = list(zip(survivors, results, judge.vgpr_need(configs, results, arch)))
+
+
+def compiled_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Judge each compiled survivor again on its compiled facts."""
+    arch = judging.arch
+    for record, result, need in judging.compiled:
+        config = record.verdict.config
+        facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout,
+                               predicted=record.facts)
+        if need is not None and result.ok:
+            facts["vgpr_need"] = need
+        verdict = judge.engine.check(config, arch, kernel=judging.kernel, facts=facts, problem=judging.problem,
+                                     facts_fn=judging.predict, stage="compiled")
+        verdict.stage = "compiled"
+        record.verdict, record.facts = verdict, facts
+
+
+def repairs_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Compile each suggested repair once; drop the suggestion if the compiled facts reject it."""
+    arch = judging.arch
+    records = [r for r in judging.records if r.verdict.repair is not None]
+    repairs = {r.verdict.repair.key(): r.verdict.repair for r in records}
+    configs = list(repairs.values())
+    ok = {}
+    for config, result in zip(configs, judge.compile_many(configs, arch, f"checking repairs {arch.name}")):
+        facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout)
+        ok[config.key()] = not judge.engine.judge(config, arch, kernel=judging.kernel, facts=facts,
+                                                  problem=judging.problem).rejected
+    for record in records:
+        if not ok.get(record.verdict.repair.key(), False):
+            record.verdict.repair, record.verdict.repair_steps = None, ()
 
 
 def check_target(target: KernelTarget, configs: Sequence[KernelConfig], archs: Sequence[Any]) -> None:
@@ -322,64 +376,15 @@ def prune_space(space: Space, archs: Sequence[Any], *, compile: bool = False, jo
     target = KernelTarget.from_space(space)
     configs = list(space.configs())
     check_target(target, configs, archs)
-    pruner = Pruner(target, engine=engine, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
+    judge = ConfigJudge(target, engine=engine, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
     result = PruneResult(records=[])
     try:
         for arch in archs:
-            records, model = pruner.judge_arch(configs, arch, compile, space.problem)
+            records, model = judge.judge_arch(configs, arch, compile, space.problem)
             result.records.extend(records)
             if model is not None:
                 result.models[arch.name] = model.describe()
     finally:
-        pruner.close()
-    result.notes.extend(pruner.notes)
+        judge.close()
+    result.notes.extend(judge.notes)
     return result
-
-
-def prune(space: Any, *args: Any, **kwargs: Any) -> Any:
-    """Python API of ``kernelrules prune``, and the plain prune for tuners.
-
-    ``prune(space, arch, *, compile=False, jobs=None, timeout=30.0, cache_dir=None, progress=None)``
-    judges a space file (or a loaded :class:`~kernelrules.space.Space`) on one or more
-    architectures (``"ada,hopper"``) and returns a :class:`PruneResult`.
-
-    ``prune(kernel, configs, arch=None, *, signature=None, args=None, fixed=None, compile=False, ...)``
-    judges the configs of a live Triton kernel (a ``JITFunction`` or the Autotuner/Heuristics
-    around one) and returns a :class:`~kernelrules.prune_api.KernelPruneResult` in the
-    caller's config types; see :func:`kernelrules.prune_api.prune_kernel`.
-    """
-    if isinstance(space, (str, Path, Space)):
-        return prune_space_file(space, *args, **kwargs)
-    from .kernel_prune import is_triton_kernel
-    from .prune_api import prune_kernel
-
-    if not is_triton_kernel(space):
-        raise TypeError(f"prune() takes a space file, a Space or a Triton kernel, not {type(space).__name__}")
-    return prune_kernel(space, *args, **kwargs)
-
-
-def prune_space_file(space: str | Path | Space, arch: str | Iterable[str], *, compile: bool = False,
-                     jobs: int | None = None, timeout: float = 30.0, cache_dir: str | Path | None = None,
-                     progress: Progress | None = None) -> PruneResult:
-    """Judge a space file (or Space) on architecture names (``"ada,hopper"`` or a list)."""
-    loaded = space if isinstance(space, Space) else load_space(space)
-    names = [arch] if isinstance(arch, str) else list(arch)
-    archs = [load_arch(n) for name in names for n in name.split(",") if n.strip()]
-    cache = ResultCache(cache_dir) if cache_dir is not None else ResultCache()
-    return prune_space(loaded, archs, compile=compile, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
-
-
-class _CallableModule(types.ModuleType):
-    """``kernelrules.prune`` is both this module and the function :func:`prune`.
-
-    Importing ``kernelrules.prune`` (as ``kernelrules.triton`` does) binds the module
-    to the package attribute that ``kernelrules.prune`` the function also lives at, so
-    the module forwards calls to the function: ``kernelrules.prune(...)`` works
-    whichever was bound first.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return prune(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
