@@ -39,6 +39,9 @@ given as plain dicts (``kind`` plus the attribute's fields):
 
 Limits: bank-level only (no L1/TMA/async-copy modelling), a single warp
 instruction at a time, power-of-two tile dimensions for the swizzled kinds.
+
+Why over 400 lines: one shared-memory bank model: layouts, access patterns and the conflict count,
+which only make sense together.
 """
 
 from __future__ import annotations

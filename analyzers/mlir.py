@@ -11,6 +11,9 @@ The reader is line-oriented because the MLIR printer is: one operation per line,
 a region opens with ``{`` at the end of a line and closes with a line starting
 with ``}``. Ops it does not know are kept generically. Text that is not MLIR
 raises one ``MlirParseError`` naming the line.
+
+Why over 400 lines: one reader of TTIR/TTGIR text: the tokenizer, the layouts and the op table share
+their small grammar.
 """
 
 from __future__ import annotations

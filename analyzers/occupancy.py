@@ -20,6 +20,9 @@ driver's reserved 1 KiB, not an extra static allocation (kernels with
 ``docs/validation.md``). It is already counted through
 ``reserved_shared_memory_per_block``; pass 0 for it, and use
 ``static_shared_bytes`` only for genuine ``.shared`` variables.
+
+Why over 400 lines: it mirrors cuda_occupancy.h, one function per limiter, so that it can be read
+against that header line by line.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def as_dict(config) -> dict:
 
 def count_spawns() -> list[int]:
     """Count the compile workers started in this process (CompilePool._spawn calls)."""
-    from kernelrules import pool
+    from kernelrules.compile import pool
 
     counter = [0]
     original = pool.CompilePool._spawn
@@ -100,9 +100,9 @@ def build_tuner(mode: str, fn, listed: list):
 
     if mode in ("shared", "before"):
         return kernelrules.autotune(listed, ["M", "N", "K"], perf_model=True, top_k=TOP_K)(fn)
-    from kernelrules.triton_perf import triton_perf_model
-    from kernelrules.precompile import precompile_before_timing
-    from kernelrules.triton import early_prune
+    from kernelrules.adapters.triton_perf import triton_perf_model
+    from kernelrules.adapters.precompile import precompile_before_timing
+    from kernelrules.adapters.triton_autotune import early_prune
 
     tuner = triton.autotune(configs=listed, key=["M", "N", "K"],
                             prune_configs_by={"early_config_prune": early_prune(fn), "top_k": TOP_K})(fn)
@@ -139,8 +139,8 @@ def compile_serially(fn, kept: list[dict]) -> dict:
     """Triton's compiler on each kept config in turn, in this process, into the (empty) Triton cache."""
     import inspect
 
-    from kernelrules.compilejob import CompileJob, compile_job
-    from kernelrules.kernel_prune import launch_signature
+    from kernelrules.compile.compilejob import CompileJob, compile_job
+    from kernelrules.adapters.kernel_prune import launch_signature
 
     signature, _ = launch_signature(fn, named_args())
     options = ("num_warps", "num_stages")

@@ -43,7 +43,7 @@ ARCHS = (89, 90)
 
 def jobs() -> list:
     """One CompileJob per (arch, config)."""
-    from kernelrules.compilejob import CompileJob
+    from kernelrules.compile.compilejob import CompileJob
 
     return [
         CompileJob(MATMUL, "matmul_kernel", SPEC, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": 8},
@@ -57,7 +57,7 @@ def triton_cold(job_list: list, repeat: int) -> dict[int, float]:
     import triton
     from triton import knobs
 
-    from kernelrules.compilejob import prepare
+    from kernelrules.compile.compilejob import prepare
 
     sources = [(prepare(job)[1].ast_source(prepare(job)[0].fn), job) for job in job_list]
     times: dict[int, float] = {}
@@ -76,7 +76,7 @@ def triton_cold(job_list: list, repeat: int) -> dict[int, float]:
 
 def pool_cold(job_list: list, repeat: int) -> tuple[dict[int, float], dict[int, float], float]:
     """Best-of-``repeat`` end-to-end and in-worker seconds per job, and the worker start-up time."""
-    from kernelrules.pool import CompilePool
+    from kernelrules.compile.pool import CompilePool
 
     wall: dict[int, float] = {}
     inside: dict[int, float] = {}
@@ -97,8 +97,8 @@ def pool_cold(job_list: list, repeat: int) -> tuple[dict[int, float], dict[int, 
 
 def cache_hits(job_list: list, reps: int = 200) -> tuple[float, float, float, float]:
     """Median and p95 milliseconds of ``ResultCache.get`` and of the whole pre-compile lookup."""
-    from kernelrules.cache import ResultCache
-    from kernelrules.compilejob import compile_job, prepare
+    from kernelrules.compile.cache import ResultCache
+    from kernelrules.compile.compilejob import compile_job, prepare
 
     with tempfile.TemporaryDirectory() as directory:
         cache = ResultCache(directory)

@@ -15,7 +15,7 @@ import time
 
 from kernelrules.arch import load_arch
 from kernelrules.config import KernelConfig
-from kernelrules.engine import Engine
+from kernelrules.judge.engine import Engine
 
 
 def configs(n: int) -> list[KernelConfig]:

@@ -24,9 +24,9 @@ sys.path.insert(0, str(REPO / "examples"))
 
 def judging_speed() -> None:
     from kernelrules.arch import load_arch
-    from kernelrules.engine import default_engine
-    from kernelrules.judging import ConfigJudge
-    from kernelrules.kernel_target import KernelTarget
+    from kernelrules.judge.engine import default_engine
+    from kernelrules.judge.pipeline import ConfigJudge
+    from kernelrules.compile.target import KernelTarget
     from kernelrules.space import load_space
 
     space = load_space(REPO / "examples" / "matmul.space.yaml")
@@ -60,11 +60,11 @@ def compile_speed(count: int) -> None:
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from kernelrules.cache import ResultCache
-    from kernelrules.compilejob import CompileJob, compile_job, prepare
-    from kernelrules.facts import compiled_facts
+    from kernelrules.compile.cache import ResultCache
+    from kernelrules.compile.compilejob import CompileJob, compile_job, prepare
+    from kernelrules.judge.facts import compiled_facts
     from kernelrules.arch import load_arch
-    from kernelrules.pool import CompilePool
+    from kernelrules.compile.pool import CompilePool
 
     signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": 4096, "N": 4096, "K": 4096,
                  "stride_am": 4096, "stride_ak": 1, "stride_bk": 4096, "stride_bn": 1, "stride_cm": 4096,

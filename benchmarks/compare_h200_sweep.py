@@ -16,7 +16,7 @@ import statistics
 import warnings
 from pathlib import Path
 
-from kernelrules.prune_api import prune
+from kernelrules.adapters.prune_api import prune
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SPACE = Path(__file__).resolve().parent.parent / "examples" / "matmul.space.yaml"

@@ -5,7 +5,7 @@ For each ``CMP001`` finding in the raw reports written by ``benchmarks/corpus_li
 package directory on ``sys.path``; this check, unlike lint, runs corpus code), takes the
 real ``JITFunction`` (unwrapping ``@triton.autotune``/``@triton.heuristics``) and calls
 ``triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32))``
-with the signature kernelrules inferred for it (``kernelrules.signatures.infer_signature``,
+with the signature kernelrules inferred for it (``kernelrules.specify.signatures.infer_signature``,
 bf16 where the report says fp16 was retried as bf16), the finding's config and the same
 launch options. A finding is *true* when Triton fails too, *false* when Triton compiles
 it (a kernelrules false error), *unchecked* when the module cannot be imported.
@@ -103,8 +103,8 @@ except BaseException as first:
 
 import triton
 from triton.runtime.jit import JITFunction
-from kernelrules.compilejob import check_options, launch_options
-from kernelrules.specialize import specialize
+from kernelrules.compile.compilejob import check_options, launch_options
+from kernelrules.compile.specialize import specialize
 from triton.backends.compiler import GPUTarget
 
 for item in items:
@@ -136,8 +136,8 @@ def module_name(path: str) -> str:
 
 def signature_of(root: Path, path: str, kernel: str, provenance: dict) -> dict:
     """The runtime signature lint judged ``kernel`` with (no spec in the corpus): inferred, bf16 if retried."""
-    from kernelrules.discover import discover
-    from kernelrules.signatures import infer_signature
+    from kernelrules.discover.kernels import discover
+    from kernelrules.specify.signatures import infer_signature
 
     found = [k for k in discover([root / path]).kernels if k.name == kernel]
     signature = infer_signature(found[0], spec=None, use_sidecar=False)

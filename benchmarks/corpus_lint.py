@@ -115,7 +115,7 @@ def reason_kind(message: str) -> str:
 
 def jit_functions(root: Path, paths: list[str]) -> dict[str, int]:
     """jit functions discovered and how many of them are helpers (read only, nothing imported)."""
-    from kernelrules.discover import discover
+    from kernelrules.discover.kernels import discover
 
     found = discover([root / p for p in paths])
     return {"jit_functions": len(found.kernels), "helpers": sum(bool(k.is_helper) for k in found.kernels),

@@ -1,4 +1,4 @@
-"""How well kernelrules.perf_model orders the configs of the H200 sweep.
+"""How well kernelrules.predict.perf_model orders the configs of the H200 sweep.
 
 Reads ``benchmarks/results/h200_sweep_launch.jsonl`` (measured times of
 ``examples/matmul.py``, fp16, M = N = K = 4096, on an H200) and whatever configs it
@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from kernelrules.arch import load_arch
-from kernelrules.perf_model import DEFAULTS, Constants, estimate
-from kernelrules.judging import ConfigJudge
-from kernelrules.kernel_target import KernelTarget
+from kernelrules.predict.perf_model import DEFAULTS, Constants, estimate
+from kernelrules.judge.pipeline import ConfigJudge
+from kernelrules.compile.target import KernelTarget
 from kernelrules.space import load_space
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,7 +176,7 @@ def calibration(keys: Sequence[str], configs: dict[str, Any], est: dict[str, Any
 def register_fit(out: Callable[[str], None], path: Path = COMPILES) -> None:
     """Registers per thread minus the accumulator against the operand tiles' registers, over the
     spill-free compiles of the sweep: least squares, and the error of the model's constants."""
-    from kernelrules.perf_model import OPERAND_REGISTER_SHARE, REGISTER_BASE
+    from kernelrules.predict.perf_model import OPERAND_REGISTER_SHARE, REGISTER_BASE
 
     xs, ys = [], []
     for record in map(json.loads, path.read_text().splitlines()):

@@ -5,7 +5,7 @@
 Reads the suite's truth (``benchmarks/results/suite/<problem>.jsonl``: launched, correct,
 timed configs), the config-stage predictions of ``<problem>.judge.json`` (predicted
 registers, shared memory) and the space files (sizes, grid, bytes, FLOPs). Computes every
-config's features once (:func:`kernelrules.perf_general.features`), then searches the
+config's features once (:func:`kernelrules.predict.perf_general.features`), then searches the
 constants (a coordinate search over a log grid, a few hundred vectorised evaluations) to
 minimise, over problems, ``(1 - Spearman) / 2 + [top 5 misses the 2% band] + [top 1
 misses it] / 2``. One fit on all 14 families gives the committed constants; 14 more,
@@ -32,7 +32,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kernelrules.perf_general import FITTED, Constants, features, seconds  # noqa: E402
+from kernelrules.predict.perf_general import FITTED, Constants, features, seconds  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "suite"
 SUITE = REPO / "benchmarks" / "suite"
@@ -191,7 +191,7 @@ def main() -> int:
 def combined_scores(problems: list[dict], held: dict) -> tuple[dict, list[str]]:
     """What estimate_any ranks by: the matmul model's estimates (the judge's recorded
     ``perf_model_s``) where it judges the kernel, the held-out general model elsewhere."""
-    from kernelrules.perf_general import matmul_judges
+    from kernelrules.predict.perf_general import matmul_judges
 
     out, matmul = {}, []
     for p in problems:

@@ -57,8 +57,8 @@ def quick_facts(result) -> dict:
 def compile_phase(args) -> None:
     """Compile every config in the pool; one JSON line per config."""
     from kernelrules.arch import load_arch
-    from kernelrules.pool import CompilePool
-    from kernelrules.kernel_target import KernelTarget
+    from kernelrules.compile.pool import CompilePool
+    from kernelrules.compile.target import KernelTarget
 
     if args.arch:
         arch = load_arch(args.arch)

@@ -2,7 +2,7 @@
 
 For every problem of the families below, the resource model is learned as ``kernelrules
 prune`` learns it (probe compiles on sm_90 through the compile pool and its cache; the
-register fit of ``kernelrules/register_model.py``), then every timed config of
+register fit of ``kernelrules/predict/register_model.py``), then every timed config of
 ``benchmarks/results/suite/<problem>.jsonl`` is predicted without compiling and set
 against its recorded ``registers`` and ``spill_bytes``. Prints, per problem and in all:
 exact / within 8 / within 16 registers, predicted vs real spills (true/false
@@ -30,8 +30,8 @@ THRESHOLDS = (64, 128, 256, 320, 384, 512, 1024)
 
 def check(path: Path, arch, jobs: int) -> list[dict]:
     from kernelrules.config import KernelConfig
-    from kernelrules.judging import ConfigJudge
-    from kernelrules.kernel_target import KernelTarget
+    from kernelrules.judge.pipeline import ConfigJudge
+    from kernelrules.compile.target import KernelTarget
     from kernelrules.space import load_space
 
     family, shape = path.stem.split("__")

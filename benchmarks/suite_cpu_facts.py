@@ -34,9 +34,9 @@ def main() -> int:
     import triton
 
     from kernelrules.arch import load_arch
-    from kernelrules.facts import compiled_facts
-    from kernelrules.pool import CompilePool
-    from kernelrules.kernel_target import KernelTarget
+    from kernelrules.judge.facts import compiled_facts
+    from kernelrules.compile.pool import CompilePool
+    from kernelrules.compile.target import KernelTarget
     from kernelrules.space import load_space
 
     arch = load_arch("h200")

@@ -4,9 +4,9 @@
 
 For every suite problem, the config stage of ``kernelrules prune`` (rules plus the
 resource model learned from the kernel's own IR, a few probe compiles) judges every
-config for the architecture, and the perf model (``kernelrules.perf_general.estimate_any``:
-the matmul model of ``kernelrules.perf_model`` for kernels with sizes M, N, K, the general
-model of ``kernelrules.perf_general`` for every other kernel with a ``problem.grid``; what
+config for the architecture, and the perf model (``kernelrules.predict.perf_general.estimate_any``:
+the matmul model of ``kernelrules.predict.perf_model`` for kernels with sizes M, N, K, the general
+model of ``kernelrules.predict.perf_general`` for every other kernel with a ``problem.grid``; what
 ``tune`` seeds from) estimates each config's time. Writes ``benchmarks/results/suite/<family>__<shape>.judge.json`` with the
 kernelrules commit it was computed at; ``benchmarks/suite_report.py`` compares it with
 the GPU's truth. The compiled-stage verdicts are recorded by the sweep itself (it holds
@@ -43,7 +43,7 @@ def commit() -> str:
 def judge(path: Path, arch_name: str, jobs: int) -> dict:
     """Config-stage verdicts and perf-model estimates of one problem."""
     from kernelrules.arch import load_arch
-    from kernelrules.judging import prune_space
+    from kernelrules.judge.pipeline import prune_space
     from kernelrules.space import load_space
 
     space = load_space(path)
@@ -70,8 +70,8 @@ def judge(path: Path, arch_name: str, jobs: int) -> dict:
 
 def _model(space, arch, jobs):
     """The resource model the perf model reads (None when no config passes the plain rules)."""
-    from kernelrules.judging import ConfigJudge
-    from kernelrules.kernel_target import KernelTarget
+    from kernelrules.judge.pipeline import ConfigJudge
+    from kernelrules.compile.target import KernelTarget
 
     target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
                           frozenset(space.fixed))
@@ -85,7 +85,7 @@ def _model(space, arch, jobs):
 
 
 def _estimate(config, arch, problem, model) -> float | None:
-    from kernelrules.perf_general import estimate_any
+    from kernelrules.predict.perf_general import estimate_any
 
     try:
         return float(estimate_any(config, arch, problem, model=model))

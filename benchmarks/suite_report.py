@@ -246,7 +246,7 @@ def render(loaded: dict, ms: list[dict]) -> str:
       "every one compiled, launched, checked and timed on the GPU (`benchmarks/suite_sweep.py`), then set against "
       "what kernelrules says of it without a GPU. The kernels are in `benchmarks/suite/` (its README lists them); "
       "this page is derived from the raw results by `python benchmarks/suite_report.py`, and "
-      "`tests/test_suite.py` re-derives it.")
+      "`tests/suite/test_suite.py` re-derives it.")
     w("")
     if runs:
         first = runs[0]

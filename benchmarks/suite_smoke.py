@@ -11,7 +11,7 @@ Each family folder of ``benchmarks/suite/`` has a ``smoke.yaml``::
 The kernel is launched through the same runner ``kernelrules tune`` uses (the space's
 problem section or its harness), on outputs poisoned with NaN, and compared with the
 float64 reference under the problem's tolerances. Prints one line per family and exits
-1 when any family fails. ``tests/test_suite.py`` runs it in CI.
+1 when any family fails. ``tests/suite/test_suite.py`` runs it in CI.
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ class Problem:
     """One space file: its configs, compile jobs, rules and (lazily) its GPU runner."""
 
     def __init__(self, path: Path, arch, engine) -> None:
-        from kernelrules.kernel_target import KernelTarget
+        from kernelrules.compile.target import KernelTarget
         from kernelrules.space import load_space
         from kernelrules.tune.problem import load_problem
 
@@ -127,7 +127,7 @@ class Problem:
 
     def compiled_verdict(self, config, result) -> dict:
         """kernelrules' compiled-stage judgement of one compile result, and its scalar facts."""
-        from kernelrules.facts import compiled_facts
+        from kernelrules.judge.facts import compiled_facts
 
         facts = compiled_facts(result, self.arch, num_warps=config.num_warps or 4, timeout=COMPILE_TIMEOUT)
         verdict = self.engine.check(config, self.arch, kernel=dict(self.target.kernel_info), facts=facts,
@@ -286,9 +286,9 @@ def sweep(args) -> None:
     import torch
 
     from kernelrules.arch import load_arch
-    from kernelrules.cache import ResultCache
-    from kernelrules.engine import default_engine
-    from kernelrules.pool import CompilePool
+    from kernelrules.compile.cache import ResultCache
+    from kernelrules.judge.engine import default_engine
+    from kernelrules.compile.pool import CompilePool
 
     os.environ.setdefault("TRITON_CACHE_DIR", str(WORK / "triton-cache"))
     arch = load_arch(args.arch)

@@ -21,7 +21,7 @@ pinned configs with no benchmark (docs/pinned.md); ``kernelrules.static_pick(ker
 configs, args, arch=...)`` is the deterministic choice without timing.
 
 ``kernelrules.prune(space_file, "ada,hopper")`` judges a search-space file instead, and
-``kernelrules.optuna_helper.RulesGate`` prunes Optuna trials the rules reject.
+``kernelrules.RulesGate`` prunes Optuna trials the rules reject.
 """
 
 from __future__ import annotations
@@ -34,19 +34,21 @@ _LAZY = {
     "load_arch": ("kernelrules.arch", "load_arch"),
     "list_archs": ("kernelrules.arch", "list_archs"),
     "Arch": ("kernelrules.arch", "Arch"),
-    "check": ("kernelrules.engine", "check"),
-    "Engine": ("kernelrules.engine", "Engine"),
-    "Verdict": ("kernelrules.engine", "Verdict"),
-    "Diagnostic": ("kernelrules.engine", "Diagnostic"),
+    "check": ("kernelrules.judge.engine", "check"),
+    "Engine": ("kernelrules.judge.engine", "Engine"),
+    "Verdict": ("kernelrules.judge.engine", "Verdict"),
+    "Diagnostic": ("kernelrules.judge.engine", "Diagnostic"),
     "KernelConfig": ("kernelrules.config", "KernelConfig"),
-    "prune": ("kernelrules.prune_api", "prune"),
-    "KernelPruneResult": ("kernelrules.prune_api", "KernelPruneResult"),
-    "autotune": ("kernelrules.triton", "autotune"),
-    "early_prune": ("kernelrules.triton", "early_prune"),
-    "static_pick": ("kernelrules.static_pick", "static_pick"),
+    "prune": ("kernelrules.adapters.prune_api", "prune"),
+    "KernelPruneResult": ("kernelrules.adapters.prune_api", "KernelPruneResult"),
+    "autotune": ("kernelrules.adapters.triton_autotune", "autotune"),
+    "early_prune": ("kernelrules.adapters.triton_autotune", "early_prune"),
+    "static_pick": ("kernelrules.adapters.static_pick", "static_pick"),
+    "triton_perf_model": ("kernelrules.adapters.triton_perf", "triton_perf_model"),
+    "RulesGate": ("kernelrules.adapters.optuna_helper", "RulesGate"),
     "load_pinned": ("kernelrules.pinned", "load_table"),
     "load_space": ("kernelrules.space", "load_space"),
-    "load_rules": ("kernelrules.ruleset", "load_rules"),
+    "load_rules": ("kernelrules.judge.ruleset", "load_rules"),
     "KernelrulesError": ("kernelrules.errors", "KernelrulesError"),
 }
 

@@ -9,6 +9,9 @@ and key. User profiles (``--arch-file``) go through the same checks.
 
 This module is pure data access: it imports neither the rule engine nor the CLI.
 Name resolution rules are documented in :mod:`kernelrules.arch_names`.
+
+Why over 400 lines: the profile model, its loading and its validation against the schema and the
+sources, kept with the dataclasses they fill.
 """
 
 from __future__ import annotations

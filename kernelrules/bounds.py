@@ -1,8 +1,8 @@
 """Size bounds on values computed from the user's source, checked before computing them.
 
 kernelrules evaluates a few expressions of a linted module itself (autotune lists in
-:mod:`kernelrules.autotune_eval`) and keeps literal constants when it rebuilds a module
-for the cross-compile (:mod:`kernelrules.kernelsource`). A tiny file can ask for a huge
+:mod:`kernelrules.discover.autotune_eval`) and keeps literal constants when it rebuilds a module
+for the cross-compile (:mod:`kernelrules.discover.kernelsource`). A tiny file can ask for a huge
 value (``"x" * 3_000_000_000`` allocates 3 GB; ``A = 10**64; B = A**64; C = B**64``
 takes minutes), so every product, power, shift and concatenation is checked against
 these bounds *before* it is computed.

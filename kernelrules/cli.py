@@ -3,6 +3,9 @@
 Exit codes follow ruff: 0 clean, 1 findings (an error-severity rule fired),
 2 usage, configuration or internal error. User errors print one line; a
 traceback is shown only with ``KERNELRULES_DEBUG=1``.
+
+Why over 400 lines: one typer function per command with its options and help text; no logic lives
+here (lint, tune and pin own their work).
 """
 
 from __future__ import annotations
@@ -133,9 +136,9 @@ def arch_show(
 @rules_app.command("list")
 def rules_list(output: OutputFormat = FormatOption) -> None:
     """List every rule: code, severity, stage, name and summary."""
-    from .ruleset import builtin_rules
+    from .judge.ruleset import builtin_rules
 
-    from .findings import LINT_CODES
+    from .lint.findings import LINT_CODES
 
     # The YAML rules, then the lint command's own codes (stage "lint": read from the source, LNT*).
     rows = [(r.code, r.name, r.severity, r.stage, r.summary) for r in builtin_rules()]
@@ -150,10 +153,10 @@ def rules_list(output: OutputFormat = FormatOption) -> None:
 @rules_app.command("show")
 def rules_show(code: str = typer.Argument(..., help="Rule code or name, e.g. CFG004 or amd-only-option-on-nvidia.")) -> None:
     """Explain one rule: what it checks, why, an example and the fix."""
-    from .docgen import rule_text
-    from .ruleset import builtin_rules
+    from .lint.docgen import rule_text
+    from .judge.ruleset import builtin_rules
 
-    from .findings import LINT_CODES
+    from .lint.findings import LINT_CODES
 
     rules = builtin_rules()
     rule = rules.get(code)
@@ -195,7 +198,7 @@ def check_config(
     """Judge one config on one architecture with every rule that can judge it."""
     from .arch import load_arch
     from .config import KernelConfig
-    from .engine import default_engine
+    from .judge.engine import default_engine
 
     target = load_arch(arch, extra_files=tuple(arch_file or ()))
     config = KernelConfig.parse_assignments(assignments)
@@ -203,7 +206,7 @@ def check_config(
     kernel = {"dtypes": list(dtype)} if dtype else None
     facts = None
     if kernel_file or space_file:
-        from .check_kernel import check_on_kernel
+        from .lint.check_kernel import check_on_kernel
 
         checked = check_on_kernel(config, target, kernel=kernel_file, space=str(space_file) if space_file else None,
                                   compile=not no_compile)
@@ -213,7 +216,7 @@ def check_config(
     if output is OutputFormat.json:
         data = verdict.to_json()
         if facts is not None:
-            from .facts_catalogue import CHECK_CONFIG_FACTS
+            from .judge.facts_catalogue import CHECK_CONFIG_FACTS
 
             data["facts"] = {k: facts[k] for k in CHECK_CONFIG_FACTS if k in facts}
         _echo_json(data)
@@ -229,8 +232,8 @@ def check_config(
 
 def _check_dtypes(dtypes) -> None:
     """Every ``--dtype`` is a dtype the rules know (``fp99`` was judged as if it were none)."""
-    from .perf_general import DTYPE_BYTES
-    from .signatures import DTYPE_PATTERN as _DTYPES
+    from .predict.perf_general import DTYPE_BYTES
+    from .specify.signatures import DTYPE_PATTERN as _DTYPES
 
     known = set(_DTYPES.split("|")) | set(DTYPE_BYTES)
     for name in dtypes:
@@ -240,7 +243,7 @@ def _check_dtypes(dtypes) -> None:
 
 def _print_facts(facts) -> None:
     """One line of the facts that explain a verdict on a real kernel."""
-    from .facts_catalogue import SUMMARY_FACTS
+    from .judge.facts_catalogue import SUMMARY_FACTS
 
     shown = ", ".join(f"{k}={facts[k]}" for k in SUMMARY_FACTS if facts.get(k) not in (None, ""))
     typer.echo(f"  facts: {shown}")
@@ -276,12 +279,12 @@ def prune_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary."),
 ) -> None:
     """Judge every config of a search space; exit 1 if any config is rejected."""
-    from .settings import positive_seconds
+    from .lint.settings import positive_seconds
 
     timeout = positive_seconds(timeout, "--timeout")
     from .arch import load_arch
-    from .cache import ResultCache
-    from .judging import prune_space
+    from .compile.cache import ResultCache
+    from .judge.pipeline import prune_space
     from .space import load_space
 
     loaded = load_space(space)
@@ -395,9 +398,9 @@ def lint_command(
     pinned: Optional[List[Path]] = typer.Option(None, "--pinned", help="Also check this pinned table (JSON) against its kernel in PATHS (repeatable; docs/pinned.md)."),
 ) -> None:
     """Lint Triton kernels in source files for the target architectures, without running the files."""
-    from .lint import LintOptions, Linter
-    from .reporters import exit_code, render_github, render_json, render_sarif, render_text, totals_line
-    from .settings import load_settings
+    from .lint.linter import LintOptions, Linter
+    from .lint.reporters import exit_code, render_github, render_json, render_sarif, render_text, totals_line
+    from .lint.settings import load_settings
 
     for path in paths:
         if not path.exists():
@@ -414,13 +417,13 @@ def lint_command(
         raise KernelrulesError("no target architecture", hint="pass --arch ada,hopper or set arch in [tool.kernelrules]")
     loaded_trace = loaded_spec = None
     if trace is not None:  # a broken spec or trace is a usage error for the whole run (exit 2)
-        from .trace import load_trace
+        from .specify.trace import load_trace
 
         if not trace.is_file():
             raise KernelrulesError("no such trace file", path=str(trace))
         loaded_trace = load_trace(trace)
     if spec is not None:
-        from .signatures import load_spec_file
+        from .specify.signatures import load_spec_file
 
         loaded_spec = load_spec_file(spec)
     tables = []
@@ -447,8 +450,8 @@ def lint_command(
 
 def _check_selectors(settings) -> None:
     """Every --select/--ignore/[tool.kernelrules] selector names a known code or prefix."""
-    from .findings import LINT_CODES
-    from .ruleset import load_rules
+    from .lint.findings import LINT_CODES
+    from .judge.ruleset import load_rules
 
     settings.check_selectors([r.code for r in load_rules().rules] + list(LINT_CODES))
 
@@ -459,7 +462,7 @@ def trace_command(
     output: Path = typer.Option(Path("kernelrules-trace.jsonl"), "-o", "--output", help="Trace file to write."),
 ) -> None:
     """Run a command (after --) and record every Triton launch it makes; works under TRITON_INTERPRET=1."""
-    from .trace import run_trace
+    from .specify.trace import run_trace
 
     command = list(ctx.args)
     if not command:
@@ -476,8 +479,8 @@ def spec_command(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing spec file."),
 ) -> None:
     """Write a launch-signature spec skeleton for every kernel in a file, filled with what could be inferred."""
-    from .discover import discover
-    from .signatures import infer_signature, sidecar_path, spec_skeleton
+    from .discover.kernels import discover
+    from .specify.signatures import infer_signature, sidecar_path, spec_skeleton
 
     if not path.is_file():
         raise KernelrulesError("no such file", path=str(path))

@@ -89,7 +89,7 @@ def tune_command(
             typer.echo(trial_line(record))
         sys.stdout.flush()  # a record per line as it happens, for whoever reads the pipe
 
-    from .settings import positive_seconds
+    from .lint.settings import positive_seconds
 
     timeout = positive_seconds(timeout, "--timeout")
     bench_timeout = positive_seconds(bench_timeout, "--bench-timeout")

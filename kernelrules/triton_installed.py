@@ -1,6 +1,6 @@
 """What the installed Triton provides, checked by importing Triton's own modules.
 
-kernelrules reads a kernel's package from source (:mod:`kernelrules.pkgsource`), but which
+kernelrules reads a kernel's package from source (:mod:`kernelrules.discover.pkgsource`), but which
 branch of ``if hasattr(tl, "gather"):`` a launch takes, whether
 ``from triton.language.extra.libdevice import tanh`` succeeds, and whether
 ``tl.extra.intel.libdevice.tanh`` exists depend on the Triton that will compile the

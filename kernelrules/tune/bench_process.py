@@ -5,7 +5,7 @@ module docstring for the protocol). Here: set ``CUDA_VISIBLE_DEVICES``, ``TRITON
 and the shared Triton cache *before* torch or Triton is imported, load the kernel and the
 problem, check that the reference runs, say ``ready``, then answer ``evaluate``, ``time``
 and ``baseline`` requests until told to stop. The process dies with its driver
-(``PR_SET_PDEATHSIG`` and a watchdog thread, from :mod:`kernelrules.workers`) and exits
+(``PR_SET_PDEATHSIG`` and a watchdog thread, from :mod:`kernelrules.compile.workers`) and exits
 after an error that loses the CUDA context, so the driver starts a fresh one.
 """
 
@@ -16,7 +16,7 @@ import time
 import traceback
 from typing import Any, Mapping
 
-from ..workers import die_with_parent, watch_parent
+from ..compile.workers import die_with_parent, watch_parent
 from .worker import WorkerSettings, visible_device
 
 

@@ -43,7 +43,7 @@ class ExportPlan:
 
 
 def _kernel(space: Any) -> Any:
-    from ..discover import discover
+    from ..discover.kernels import discover
 
     found = discover([space.kernel_path]).by_name(space.kernel_name)
     if not found:

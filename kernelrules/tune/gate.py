@@ -2,11 +2,11 @@
 
 1. **Config stage**, for the whole space at start (tens of thousands of configs a
    second after the resource model's probe compiles): the rules plus predicted facts
-   (:class:`kernelrules.judging.ConfigJudge`). A rejected candidate is recorded with its rule
+   (:class:`kernelrules.judge.pipeline.ConfigJudge`). A rejected candidate is recorded with its rule
    codes and never launched.
 2. **Compiled stage**, per candidate: the config is cross-compiled for the target
-   architecture in the shared :class:`kernelrules.pool.CompilePool` (time-limited,
-   results in the shared :class:`kernelrules.cache.ResultCache`) and judged again on its
+   architecture in the shared :class:`kernelrules.compile.pool.CompilePool` (time-limited,
+   results in the shared :class:`kernelrules.compile.cache.ResultCache`) and judged again on its
    compiled facts. With a shared Triton cache directory, the benchmark worker's own
    JIT compile of the same config is then a cache hit.
 
@@ -20,11 +20,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..cache import ResultCache
+from ..compile.cache import ResultCache
 from ..config import KernelConfig
-from ..facts import compiled_facts
-from ..judging import ConfigJudge, check_target
-from ..kernel_target import KernelTarget
+from ..judge.facts import compiled_facts
+from ..judge.pipeline import ConfigJudge, check_target
+from ..compile.target import KernelTarget
 from ..space import Space
 from .problem import scalar_problem
 

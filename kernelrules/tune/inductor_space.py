@@ -4,7 +4,7 @@
 ordinary, editable space file (docs/tune.md, "Tuning a kernel from torch.compile"):
 
 * ``kernel`` and ``signature``: the kernel and its launch signature as
-  :mod:`kernelrules.inductor` reads them from ``triton_meta`` (numels from the size hints);
+  :mod:`kernelrules.specify.inductor` reads them from ``triton_meta`` (numels from the size hints);
 * ``space``: Inductor's own tunables, the kernel's ``XBLOCK``/``YBLOCK``/``ZBLOCK``
   and ``R0_BLOCK``/``R1_BLOCK`` (``RBLOCK`` in older output) constexpr parameters, in
   powers of two capped by the size hints, plus ``num_warps`` and, for looped
@@ -22,6 +22,9 @@ template's grid) is written as ``TODO`` with a comment; :func:`generate` reports
 fields and tune refuses a file that still has one.
 
 Nothing here runs the kernel file: it is read with :mod:`ast`.
+
+Why over 400 lines: one generator of a tune space from Inductor's output, whose steps each need the
+kernel's parsed metadata; a later step may split its 176-line `generate`.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import KernelrulesError
-from ..inductor import read_kernel_info, read_inductor_file, heuristics_decorator, kernel_functions, numel_prefix
+from ..specify.inductor import read_kernel_info, read_inductor_file, heuristics_decorator, kernel_functions, numel_prefix
 
 #: Block-size constexprs Inductor writes, and the size-hint prefix each one tiles.
 BLOCK_PREFIX = {"XBLOCK": "x", "YBLOCK": "y", "ZBLOCK": "z", "R0_BLOCK": "r0_", "R1_BLOCK": "r1_", "RBLOCK": "r"}

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from . import safeexpr
+from ..expr import safeexpr
 from .correctness import poison
 from .problem import TORCH_DTYPES, ProblemSpec
 
@@ -63,7 +63,7 @@ def load_inductor_kernel(path: str, name: str) -> Any | None:
     """
     import ast
 
-    from ..inductor import embedded_sources, read_inductor_file, heuristics_decorator, kernel_functions
+    from ..specify.inductor import embedded_sources, read_inductor_file, heuristics_decorator, kernel_functions
 
     path = str(Path(path).resolve())
     key = f"{path}::inductor"

@@ -24,7 +24,7 @@ problem:
 ```
 
 or ``harness: harness.py:Name`` (a Python class; see docs/tune.md). Every
-expression is checked by :mod:`kernelrules.tune.safeexpr` when the file is loaded;
+expression is checked by :mod:`kernelrules.expr.safeexpr` when the file is loaded;
 nothing here imports torch or the user's code.
 """
 
@@ -35,7 +35,7 @@ from typing import Any, Mapping
 
 from ..space import Space, SpaceFileError
 from ..yamlio import load_file
-from . import safeexpr
+from ..expr import safeexpr
 
 #: Keys of the problem section that describe how to run the kernel (the rest are sizes or values).
 TUNE_KEYS = ("inputs", "outputs", "args", "grid", "reference", "baseline", "flops", "bytes", "edge_sizes", "seeds",

@@ -65,8 +65,8 @@ def compiled_stage_blocked(space: Any) -> list[str]:
     ``triton_helpers.maximum`` or ``libdevice.*`` cannot compile that way, while the
     benchmark worker (which imports them) can run it.
     """
-    from ..inductor import inductor_kernel_info
-    from ..kernelsource import hash_reduced, read_kernel_source, reduce_module
+    from ..specify.inductor import inductor_kernel_info
+    from ..discover.kernelsource import hash_reduced, read_kernel_source, reduce_module
 
     try:
         if inductor_kernel_info(space.kernel_path, space.kernel_name) is None:

@@ -17,7 +17,7 @@ illegal address (the CUDA context is lost) makes the worker answer and exit; a
 segfault kills it. In every case the driver records the config as failed with its
 class and starts a fresh worker. Workers die with the driver (``PR_SET_PDEATHSIG``
 and a watchdog thread). Starting, timing, killing and classifying the process is
-:class:`kernelrules.workers.SupervisedProcess`'s; this module keeps the protocol.
+:class:`kernelrules.compile.workers.SupervisedProcess`'s; this module keeps the protocol.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..workers import Death, SupervisedProcess, WorkerLog
+from ..compile.workers import Death, SupervisedProcess, WorkerLog
 from .problem import ProblemSpec
 
 STARTUP_TIMEOUT = 300.0

@@ -1,7 +1,7 @@
 """Every hostile case, by name: the union of the generators of each input format.
 
 Names are ``FORMAT/KIND/VARIANT`` (``yaml/prune-space/alias-bomb``); they are stable, so
-``pytest tests/test_hostile_matrix.py -k alias-bomb`` reruns a slice. To add a case, add a
+``pytest tests/cli/test_hostile_matrix.py -k alias-bomb`` reruns a slice. To add a case, add a
 variant to the generator of its format (docs/security.md, "The hostile-input matrix").
 """
 

@@ -1,0 +1,107 @@
+"""Compile the configs Triton's autotuner is about to time, in parallel, into Triton's own cache.
+
+Triton 3.6's autotuner compiles each config it times one after another, in the
+launching process, on first use. Once the configs to time are known (after
+``early_config_prune`` and ``perf_model``/``top_k``), kernelrules compiles them all at
+once in its worker pool, with the launch's own specialisation and cache key
+(docs/compilation.md, "Sharing Triton's cache with the JIT"), into the directory the
+JIT reads. Each of the autotuner's compiles is then a cache hit. A compile that runs
+past the time limit, or fails, is simply left to Triton (which reports it as it always
+does), so precompiling never changes which configs are timed or what they measure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from typing import Any, Mapping, Sequence
+
+from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
+
+
+def triton_cache_dir() -> str:
+    """The directory Triton's JIT reads compiled kernels from (``TRITON_CACHE_DIR`` or its default)."""
+    try:
+        from triton import knobs
+
+        return str(knobs.cache.dir)
+    except (ImportError, AttributeError):  # older Triton without knobs
+        return os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
+
+
+def interpreting() -> bool:
+    """True under ``TRITON_INTERPRET=1``, where nothing is compiled."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def launching_arch() -> Any:
+    """The architecture kernels will launch on ($KERNELRULES_ARCH, else the GPU), or None without one."""
+    from ..errors import KernelrulesError
+
+    try:
+        return resolve_arch(None)
+    except (KernelrulesError, ImportError, RuntimeError):
+        return None
+
+
+def precompile(kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arch: Any = None, *,
+               jobs: int | None = None, timeout: float = 30.0, context: Any = None) -> int:
+    """Compile ``configs`` of ``kernel`` for the launch ``args`` into Triton's cache; return how many compiled.
+
+    ``arch`` defaults to the current GPU (``$KERNELRULES_ARCH`` first), which is the
+    target whose cache entries the JIT will look up. ``context``, an
+    :class:`~kernelrules.adapters.autotune_context.AutotuneContext`, compiles in its pool (whose
+    workers may be running already, and stay); without it a pool of up to ``jobs``
+    workers is started and stopped for the call.
+    """
+    from ..compile.pool import CompilePool
+
+    kernel = kernel_object(kernel)
+    fn, target_arch = jit_function(kernel), resolve_arch(arch)
+    signature, constexprs = launch_signature(fn, args)
+    with contextlib.ExitStack() as stack:
+        if context is not None:
+            pool = stack.enter_context(context.pool())
+        else:
+            workers = min(len(configs), jobs or os.cpu_count() or 1)
+            pool = stack.enter_context(CompilePool(max_workers=workers, timeout=timeout, cache=None))
+        judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args, pool=pool)  # prepare()
+        compile_jobs = [judge.target.job(judge.prepare(c), target_arch, timeout) for c in configs]
+        compiled = 0
+        for job, result in pool.run(compile_jobs, cache=None, triton_cache_dir=triton_cache_dir()):
+            compiled += result.ok
+            if not result.ok:
+                log.info("kernelrules: precompile of %s: %s (left to Triton)", job.describe(), result.error_kind)
+    return compiled
+
+
+def precompile_before_timing(tuner: Any, *, jobs: int | None = None, timeout: float = 30.0,
+                             context: Any = None) -> Any:
+    """Make ``tuner`` (Triton's Autotuner) precompile the configs it keeps before timing them.
+
+    Wraps the instance's ``prune_configs``, which Triton calls once per new tuning key
+    with the final list. The target is the GPU that launches (``$KERNELRULES_ARCH``
+    first), whatever architecture the rules judged for; with neither, nothing is
+    precompiled (nothing can launch). Any problem becomes a warning and tuning goes on
+    unchanged. ``context`` is the tuner's
+    :class:`~kernelrules.adapters.autotune_context.AutotuneContext` (``kernelrules.autotune``
+    passes it): the compiles then run in its pool.
+    """
+    original = tuner.prune_configs
+
+    def prune_configs(kwargs: dict, *rest: Any, **more: Any) -> list:
+        kept = original(kwargs, *rest, **more)
+        if len(kept) > 1 and not interpreting():
+            target = launching_arch()
+            if target is None:  # no GPU here and none named: nothing will launch, nothing to compile for
+                log.info("kernelrules: precompile skipped: no GPU and no $KERNELRULES_ARCH")
+                return kept
+            try:
+                precompile(tuner, kept, {**tuner.nargs, **kwargs}, target, jobs=jobs, timeout=timeout, context=context)
+            except Exception as exc:  # never break the user's autotuning
+                warnings.warn(f"kernelrules: precompile skipped ({type(exc).__name__}: {exc})", stacklevel=2)
+        return kept
+
+    tuner.prune_configs = prune_configs
+    return tuner

@@ -1,0 +1,111 @@
+"""The early prune: kernelrules' judgement in ``triton.autotune(prune_configs_by={"early_config_prune": ...})``.
+
+    prune_configs_by={"early_config_prune": early_prune(lambda: matmul_kernel, arch="ada")}
+
+Triton calls the pruner with the configs and the launch's arguments (``named_args``)
+but not with the kernel, so the pruner is bound to the kernel it is given: a
+``JITFunction``, an Autotuner/Heuristics wrapper, or a zero-argument callable returning
+one (the kernel does not exist yet while its own decorator runs). It builds the launch
+signature from ``named_args`` as the launch will (tensor dtypes, integer values:
+16-divisible and 1 specialise), evaluates the ``@triton.heuristics`` under the
+autotuner per config, judges every config for the architecture (``arch``, else
+``$KERNELRULES_ARCH``, else the current GPU), and drops or repairs the ones that cannot
+run or are structurally slow, logging one line per decision. It never returns an empty
+list (Triton raises on that): if every config fails, it keeps the least bad one and
+warns. Any problem of its own becomes a warning and the configs are kept.
+
+``early_prune(..., context=...)`` shares a compile pool and the resource model's probe
+compiles with a perf model and a precompile made with the same
+:class:`~kernelrules.adapters.autotune_context.AutotuneContext`; without one, each call starts
+and stops its own pool. :func:`kernelrules.autotune` (:mod:`kernelrules.adapters.triton_autotune`) wires it
+into ``triton.autotune``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Any, Callable, Mapping, Sequence
+
+from .autotune_context import AutotuneContext
+from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
+
+#: Workers a shared pool starts at the beginning of an early prune: the resource model's
+#: first probes are two compiles.
+PROBE_WORKERS = 2
+
+
+class EarlyPrune:
+    """The callable handed to ``prune_configs_by["early_config_prune"]``; see the module docstring."""
+
+    def __init__(self, kernel: Any, arch: str | None = None, compile: bool = False, repair: bool = True,
+                 context: AutotuneContext | None = None) -> None:
+        self.kernel, self.arch, self.compile, self.repair, self.context = kernel, arch, compile, repair, context
+        self._memo: dict[Any, tuple[list, list]] = {}
+
+    def __call__(self, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list:
+        if not configs:
+            return list(configs)
+        try:
+            return self._prune(list(configs), {**named_args, **kwargs})
+        except Exception as exc:  # never break the user's autotuning
+            warnings.warn(f"kernelrules: pruning skipped, all {len(configs)} configs kept ({type(exc).__name__}: {exc})",
+                          stacklevel=2)
+            return list(configs)
+
+    def _prune(self, configs: list, args: Mapping[str, Any]) -> list:
+        from .prune_api import build_result
+
+        kernel = kernel_object(self.kernel)
+        fn, arch = jit_function(kernel), resolve_arch(self.arch)
+        signature, constexprs = launch_signature(fn, args)
+        key = (arch.name, tuple(sorted(signature.items(), key=str)), tuple(sorted(constexprs.items(), key=str)),
+               tuple(id(c) for c in configs))
+        if key in self._memo:  # the memo holds the configs too, so their ids stay theirs
+            return self._memo[key][1]
+        with contextlib.ExitStack() as stack:
+            shared = {}
+            if self.context is not None:
+                shared = {"pool": stack.enter_context(self.context.pool()),
+                          "probe_results": self.context.probe_results}
+                shared["pool"].start(PROBE_WORKERS)  # they start while the rules load and the configs are judged
+            judge = stack.enter_context(KernelJudge(kernel, arch, signature, constexprs, heuristic_args=args,
+                                                    compile=self.compile, **shared))
+            judged = [judge.prepare(c) for c in configs]
+            judge.check(judged)
+            result = build_result(arch.name, configs, judge.judge(judged), judge.added_names, judge.notes)
+        kept = self._decide(result)
+        self._memo[key] = (configs, kept)
+        return kept
+
+    def _decide(self, result: Any) -> list:
+        """The configs to benchmark: kept and repaired ones, else the least bad one (with a warning)."""
+        for rejection in result.rejected:
+            fate = f"repaired to {rejection.repair}" if self.repair and rejection.repair is not None else "dropped"
+            log.info("kernelrules: %s %s (%s)", rejection.config, fate, ", ".join(rejection.codes))
+        kept = result.candidates(repair=self.repair)
+        if kept:
+            return kept
+        least_bad = min(result.rejected, key=lambda r: len(r.reasons))
+        warnings.warn("kernelrules: every config is rejected; keeping the least bad one so autotuning can go on",
+                      stacklevel=4)
+        return [least_bad.config]
+
+
+def early_prune(kernel: Any, arch: str | None = None, compile: bool = False, repair: bool = True, *,
+                context: AutotuneContext | None = None) -> Callable:
+    """A pruner for ``triton.autotune(prune_configs_by={"early_config_prune": ...})`` bound to ``kernel``.
+
+    ``context`` shares a compile pool and the probe compiles with a perf model and a
+    precompile made with the same one; without it each call uses a pool of its own.
+    """
+    return EarlyPrune(kernel, arch=arch, compile=compile, repair=repair, context=context)
+
+
+def compose(first: Callable, second: Callable) -> Callable:
+    """An ``early_config_prune`` running ``first`` (the user's) and then ``second`` on what it kept."""
+
+    def early_config_prune(configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list:
+        return second(first(configs, named_args, **kwargs), named_args, **kwargs)
+
+    return early_config_prune

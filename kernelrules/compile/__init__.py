@@ -1,0 +1,1 @@
+"""Cross-compile configs in supervised worker processes, cached on disk."""

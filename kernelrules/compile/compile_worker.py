@@ -1,0 +1,179 @@
+"""The compile worker process: ``python -m kernelrules.compile.pool`` (see :mod:`kernelrules.compile.pool`).
+
+A worker reads length-prefixed pickles of ``(job_id, CompileJob, triton_cache_dir)`` from
+its stdin and answers ``(job_id, CompileResult)`` on its original stdout, after one
+``(READY, pid)`` once Triton is imported. It moves its own stdout and stderr aside at start
+so that nothing Triton, LLVM or ptxas prints can corrupt that channel; what a failing
+compile printed is returned in :attr:`CompileResult.log`. Each job compiles with the
+private Triton cache emptied after it, or the shared one it was sent with. When the
+pool's process is gone the worker removes its scratch directory and kills its process
+group (ptxas included).
+
+The parent side (starting, feeding and timing workers) is :class:`kernelrules.compile.pool.CompilePool`;
+the framing below is shared by both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import pickle
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+from typing import Iterator
+
+from .compilejob import CompileJob, CompileResult
+from .workers import watch_parent
+
+#: The length prefix of every message.
+HEADER = struct.Struct(">I")
+#: The tag of a worker's first message, ``(READY, pid)``: Triton is imported, send jobs.
+READY = "ready"
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def frame(obj: object) -> bytes:
+    """A length-prefixed pickle."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return HEADER.pack(len(data)) + data
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    """Exactly ``size`` bytes from a blocking fd, or None at end of file."""
+    chunks = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to a blocking fd."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _clear_directory(path: str) -> None:
+    """Remove everything inside ``path`` (the worker's private Triton cache and temp files)."""
+    for entry in os.scandir(path):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def _run_captured(job: CompileJob, capture_fd: int, use_triton_cache: bool) -> CompileResult:
+    """Compile one job with fd 2 (C++/LLVM diagnostics) going to ``capture_fd``."""
+    from .compilejob import compile_job
+
+    os.ftruncate(capture_fd, 0)
+    os.lseek(capture_fd, 0, os.SEEK_SET)
+    result = compile_job(job, use_triton_cache=use_triton_cache)
+    if not result.ok:
+        os.lseek(capture_fd, 0, os.SEEK_SET)
+        native = os.read(capture_fd, 1 << 20).decode("utf-8", "replace")
+        if native.strip():
+            result.log = (result.log + "\n" + native).strip()[-20000:]
+    return result
+
+
+def _warm_up() -> None:
+    """Pay one-time costs before saying ready: libtriton, and the specializer's set-up.
+
+    Triton's native specializer imports torch once, at its first call, only to give
+    ``torch.Tensor`` arguments a fast path; without torch the same handler is reached
+    through the ``data_ptr`` attribute. A worker specializes stand-in pointers only, so
+    it initialises the specializer with torch hidden and never pays torch's import
+    (seconds with a CUDA build). The specializer does not retry the import later.
+    """
+    import triton.compiler  # noqa: F401 - loads libtriton
+
+    try:
+        from triton.runtime.jit import mangle_type
+
+        from .specialize import StandInPointer
+
+        with _without_torch():
+            mangle_type(StandInPointer("fp16"))
+    except Exception:  # noqa: BLE001 - only a warm-up
+        pass
+
+
+@contextlib.contextmanager
+def _without_torch() -> Iterator[None]:
+    """Make ``import torch`` fail inside the block (an ImportError), unless torch is imported already."""
+    hidden = "torch" not in sys.modules
+    if hidden:
+        sys.modules["torch"] = None  # type: ignore[assignment] - the documented way to block an import
+    try:
+        yield
+    finally:
+        if hidden and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+
+
+def main() -> None:
+    """Serve compile requests from stdin until it closes; answer on the original stdout."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    scratch = os.environ["KERNELRULES_WORKER_SCRATCH"]  # also TMPDIR, and the private Triton cache
+    # First, as the parent may die while Triton imports. A killed ``kernelrules lint`` must not leave its
+    # workers compiling: a worker reads its next job (and sees the closed pipe) only after the current compile.
+    watch_parent(functools.partial(_abandon, scratch), period=0.5)
+    requests = sys.stdin.buffer.fileno()
+    answers = os.dup(1)
+    capture = tempfile.TemporaryFile()
+    os.dup2(capture.fileno(), 1)  # stray prints from Triton, LLVM or ptxas go here
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
+    _warm_up()  # an import error goes to stderr, which the parent keeps for its report
+    os.dup2(capture.fileno(), 2)
+    sys.stderr = sys.stdout
+
+    try:
+        write_all(answers, frame((READY, os.getpid())))
+    except OSError:  # the pool is gone already
+        shutil.rmtree(scratch, ignore_errors=True)
+        return
+    while True:
+        header = _read_exact(requests, HEADER.size)
+        payload = None if header is None else _read_exact(requests, HEADER.unpack(header)[0])
+        if payload is None:  # the pool closed our stdin, or its process is gone
+            shutil.rmtree(scratch, ignore_errors=True)
+            return
+        job_id, job, shared_cache = pickle.loads(payload)
+        # Triton reads TRITON_CACHE_DIR at every compile: a shared cache is used as is,
+        # the private one is bypassed (always_compile) and emptied after the job.
+        os.environ["TRITON_CACHE_DIR"] = shared_cache or scratch
+        try:
+            result = _run_captured(job, capture.fileno(), use_triton_cache=bool(shared_cache))
+        except BaseException as exc:  # noqa: BLE001 - report, then keep serving
+            result = CompileResult.failure("internal", f"worker: {type(exc).__name__}: {exc}")
+        try:
+            write_all(answers, frame((job_id, result)))
+        except OSError:  # the pool is gone: nobody reads the answer
+            shutil.rmtree(scratch, ignore_errors=True)
+            return
+        _clear_directory(scratch)
+
+
+def _abandon(scratch: str) -> None:
+    """The pool's process is gone: remove the scratch directory and SIGKILL this worker's group, ptxas included."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.killpg(os.getpgrp(), signal.SIGKILL)

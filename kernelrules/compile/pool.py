@@ -1,0 +1,406 @@
+"""Compile many jobs in persistent worker processes, each compile under a time limit.
+
+Some configs take minutes to compile (a 256×256 tile with 4 warps spends them in
+ptxas), and a crash in LLVM or ptxas must not take the analyzer down. So every
+compile runs in a worker process:
+
+* workers are started once and reused (Triton is imported once per worker), each
+  as ``python -m kernelrules.compile.pool`` in **its own session / process group**
+  (:class:`kernelrules.compile.workers.SupervisedProcess` starts, times and kills them);
+* a job that runs past its time limit gets the whole group killed (``os.killpg``
+  with SIGKILL, so ptxas children die too), a ``timeout`` result, and a fresh worker;
+* a worker that dies gets an ``internal`` result for its job and is restarted;
+* each worker compiles with a private, emptied ``TRITON_CACHE_DIR`` (and ``TMPDIR``)
+  so compile times are cold and Triton's cache never hides a failure, unless the job
+  is sent with a shared Triton cache directory (the pool's ``triton_cache_dir``, or
+  ``run(..., triton_cache_dir=...)``): the choice is made per job, so one pool serves
+  both (kernelrules.autotune's probes and its precompiles);
+* a worker imports Triton and libtriton but not torch: the only thing in Triton's
+  compile path that imports torch is its argument specializer, which uses it for a
+  fast path for ``torch.Tensor`` arguments; workers only ever specialize stand-in
+  pointers (:mod:`kernelrules.compile.specialize`), which take the generic ``data_ptr`` path
+  with or without torch, so the specializer is initialised with torch hidden.
+
+The parent talks to a worker (:mod:`kernelrules.compile.compile_worker`, the worker's side) over
+pipes: length-prefixed pickles of ``(job_id, CompileJob, triton_cache_dir)`` on the
+worker's stdin, ``(job_id, CompileResult)`` back on its stdout. The worker moves its own
+stdout/stderr aside at start so that nothing Triton, LLVM or ptxas prints can corrupt that
+channel; what a failing compile printed is returned in :attr:`CompileResult.log`.
+
+Why over 400 lines: the pool's whole protocol (start, hand out, collect, restart) reads best in one
+place; the worker side is compile_worker.py and process supervision is workers.py.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import shutil
+import subprocess
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from .compile_worker import HEADER, READY, frame, write_all
+from .compilejob import CompileJob, CompileResult
+from .worker_env import worker_environment
+from .workers import SupervisedProcess, WorkerLog
+
+#: Called after each finished job: ``progress(done, total, job, result)``.
+ProgressHook = Callable[[int, int, CompileJob, CompileResult], None]
+
+#: How long a new worker may take to import Triton and say it is ready.
+STARTUP_TIMEOUT = 120.0
+
+#: Consecutive worker start failures after which the pool gives up on remaining jobs.
+MAX_START_FAILURES = 3
+
+#: ``run()``'s default for ``cache`` and ``triton_cache_dir``: the pool's own.
+_POOL_DEFAULT: object = object()
+
+
+@dataclass
+class _Worker:
+    """One compile worker: its supervised process, scratch directory, unread answer bytes and the job it runs."""
+
+    process: SupervisedProcess
+    scratch: str
+    buffer: bytearray = field(default_factory=bytearray)
+    job_id: int | None = None
+    job: CompileJob | None = None
+    dispatched: float = 0.0
+
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.process.proc
+
+    @property
+    def fd(self) -> int:
+        return self.proc.stdout.fileno()  # type: ignore[union-attr]
+
+
+def _stop_workers(workers: list[_Worker], owner: int | None = None) -> None:
+    """Kill every worker and remove its scratch directory (also run at interpreter exit).
+
+    Nothing is done in a process other than ``owner``: a child forked from the pool's
+    process exits without killing its parent's workers.
+    """
+    if owner is not None and os.getpid() != owner:
+        return
+    for worker in workers:
+        worker.process.close()
+        shutil.rmtree(worker.scratch, ignore_errors=True)
+    workers.clear()
+
+
+class CompilePool:
+    """Run :class:`CompileJob` s in persistent worker processes with a per-job time limit.
+
+    ``timeout`` is the default limit in seconds (a job's own ``timeout`` wins).
+    ``cache`` is a :class:`kernelrules.compile.cache.ResultCache` (or None): hits are returned
+    without compiling and successful or deterministic failures are stored.
+    ``triton_cache_dir`` shares one Triton cache between workers instead of the
+    default private, emptied one. Both are defaults that :meth:`run` can override per
+    call, so one pool (and its started workers) can serve callers that want either.
+    Workers are started on demand, never more than there are jobs waiting, up to
+    ``max_workers``. Use as a context manager, or call :meth:`close` (at interpreter
+    exit the workers are stopped anyway).
+
+    A pool belongs to the process that created it: in a child made with ``fork`` it
+    starts no job and stops no worker (the workers are the parent's); see
+    :meth:`owned`.
+    """
+
+    def __init__(
+        self,
+        max_workers: int | None = None,
+        timeout: float = 30.0,
+        *,
+        cache: object | None = None,
+        triton_cache_dir: str | None = None,
+        progress: ProgressHook | None = None,
+    ) -> None:
+        self.max_workers = max(1, max_workers or os.cpu_count() or 1)
+        self.timeout = timeout
+        self.cache = cache
+        self.triton_cache_dir = triton_cache_dir
+        self.progress = progress
+        self._workers: list[_Worker] = []
+        self._selector = selectors.DefaultSelector()
+        self._next_id = 0
+        self._start_failures = 0
+        self._start_error = ""
+        self._keys: dict[int, str | None] = {}
+        self._owner = os.getpid()
+        self._finalizer = weakref.finalize(self, _stop_workers, self._workers, self._owner)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> "CompilePool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop all workers (killing any compile still running); in a forked child, only let go of them."""
+        if not self.owned():
+            self._forget_workers()
+            return
+        for worker in list(self._workers):
+            self._retire(worker)
+        self._finalizer()
+
+    def start(self, count: int) -> None:
+        """Start workers now, up to ``count`` in all (and ``max_workers``), without waiting for them:
+        they import Triton while the caller prepares the jobs it will run."""
+        if not self.owned():
+            return
+        while len(self._workers) < min(count, self.max_workers):
+            self._spawn()
+
+    def owned(self) -> bool:
+        """Whether this process created the pool (False in a child forked from its creator)."""
+        return os.getpid() == self._owner
+
+    def _forget_workers(self) -> None:
+        """In a forked child: close this process's copies of the parent's worker pipes, kill nothing."""
+        for worker in self._workers:
+            worker.process.release_pipes()
+        self._workers.clear()
+        self._finalizer.detach()
+
+    def _spawn(self) -> _Worker:
+        """Start a worker in a new session, with its private Triton cache and temp dir."""
+        scratch = tempfile.mkdtemp(prefix="kernelrules-worker-")
+        # Only what a cross-compile reads (kernelrules.compile.worker_env): no credentials reach Triton or ptxas.
+        env = worker_environment(TMPDIR=scratch, KERNELRULES_WORKER_SCRATCH=scratch,
+                                 TRITON_CACHE_DIR=scratch)  # the cache is set per job
+        env.pop("TRITON_INTERPRET", None)  # workers cross-compile; a traced or tested command may interpret
+        process = SupervisedProcess.start(
+            "kernelrules.compile.pool", env=env, log=WorkerLog(os.path.join(scratch, "worker-stderr.log")),
+            startup_timeout=STARTUP_TIMEOUT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            cwd=scratch,  # not the user's directory: a source checkout there must not shadow the installed package
+        )
+        worker = _Worker(process=process, scratch=scratch)
+        os.set_blocking(worker.fd, False)
+        self._selector.register(worker.fd, selectors.EVENT_READ, worker)
+        self._workers.append(worker)
+        return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        """Kill a worker and forget it."""
+        try:
+            self._selector.unregister(worker.fd)
+        except (KeyError, ValueError, OSError):
+            pass
+        worker.process.close()
+        shutil.rmtree(worker.scratch, ignore_errors=True)
+        if worker in self._workers:
+            self._workers.remove(worker)
+
+    # ----------------------------------------------------------------- running
+
+    def run(self, jobs: Iterable[CompileJob], progress: ProgressHook | None = None, *,
+            cache: object | None = _POOL_DEFAULT,
+            triton_cache_dir: str | None = _POOL_DEFAULT) -> Iterator[tuple[CompileJob, CompileResult]]:  # type: ignore[assignment]
+        """Yield ``(job, result)`` for every job, in the order they finish.
+
+        Cache hits and jobs whose spec is invalid are answered without a worker.
+        Never hangs: every compile has a deadline and every worker death is reported.
+        ``cache`` and ``triton_cache_dir`` replace the pool's own for these jobs.
+        """
+        if not self.owned():
+            raise RuntimeError("this CompilePool belongs to the process this one was forked from; make a new one")
+        hook = progress or self.progress
+        cache = self.cache if cache is _POOL_DEFAULT else cache
+        shared_dir = self.triton_cache_dir if triton_cache_dir is _POOL_DEFAULT else triton_cache_dir
+        self._start_failures = 0
+        pending = list(jobs)
+        total, done = len(pending), 0
+        queue: list[tuple[CompileJob, str | None]] = []
+        for job in pending:
+            answered, key = self._answer_early(job, cache)
+            if answered is not None:
+                done += 1
+                self._report(hook, done, total, job, answered)
+                yield job, answered
+            else:
+                queue.append((job, key))
+        try:
+            while queue or any(w.job is not None for w in self._workers):
+                self._fill_workers(queue, shared_dir)
+                for job, result, key in self._wait():
+                    self._store(cache, key, result)
+                    done += 1
+                    self._report(hook, done, total, job, result)
+                    yield job, result
+                if self._start_failures >= MAX_START_FAILURES:
+                    for job, _key in queue:
+                        done += 1
+                        result = CompileResult.failure(
+                            "internal", "compile workers fail to start", self._start_error or "no output"
+                        )
+                        self._report(hook, done, total, job, result)
+                        yield job, result
+                    queue.clear()
+        finally:
+            for worker in list(self._workers):
+                if worker.job is not None:  # abandoned mid-run: its answer would be stale
+                    self._retire(worker)
+
+    def _answer_early(self, job: CompileJob, cache: object | None) -> tuple[CompileResult | None, str | None]:
+        """A cached result, or a spec error found while computing the cache key."""
+        if cache is None:
+            return None, None
+        from .compilejob import prepare, prepare_failure
+        from ..errors import KernelSourceError, SignatureSpecError
+
+        import warnings
+
+        start = time.perf_counter()
+        try:
+            with warnings.catch_warnings():  # Triton's specialiser may import torch, which can warn
+                warnings.simplefilter("ignore")
+                handle, spec = prepare(job)
+        except (KernelSourceError, SignatureSpecError) as exc:
+            result = prepare_failure(exc)
+            result.compile_seconds = time.perf_counter() - start
+            return result, None
+        except Exception:  # noqa: BLE001 - let the worker compile and classify it, uncached
+            return None, None
+        key = cache.key(job, handle.source_hash, spec)  # type: ignore[attr-defined]
+        return cache.get(key), key  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _store(cache: object | None, key: str | None, result: CompileResult) -> None:
+        """Put a result in the cache when it does not depend on the machine's load."""
+        if cache is not None and key is not None:
+            cache.put(key, result)  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _report(hook: ProgressHook | None, done: int, total: int, job: CompileJob, result: CompileResult) -> None:
+        """Call the progress hook, if any."""
+        if hook is not None:
+            hook(done, total, job, result)
+
+    def _fill_workers(self, queue: list[tuple[CompileJob, str | None]], shared_dir: str | None) -> None:
+        """Start workers up to the limit (no more than there are jobs) and give each ready, idle one a job."""
+        while queue and len(self._workers) < self.max_workers and len(self._workers) < len(queue) + self._busy():
+            self._spawn()
+        for worker in self._workers:
+            if queue and worker.process.ready and worker.job is None:
+                job, key = queue.pop(0)
+                self._dispatch(worker, job, key, shared_dir)
+
+    def _busy(self) -> int:
+        """How many workers are compiling now."""
+        return sum(1 for w in self._workers if w.job is not None)
+
+    def _dispatch(self, worker: _Worker, job: CompileJob, key: str | None, shared_dir: str | None = None) -> None:
+        """Send one job to an idle worker and start its clock (``shared_dir``: the Triton cache it may use)."""
+        self._next_id += 1
+        worker.job_id, worker.job = self._next_id, job
+        self._keys[self._next_id] = key
+        limit = job.timeout if job.timeout is not None else self.timeout
+        worker.dispatched = time.monotonic()
+        worker.process.arm(limit, now=worker.dispatched)
+        try:
+            write_all(worker.proc.stdin.fileno(), frame((worker.job_id, job, shared_dir)))  # type: ignore[union-attr]
+        except OSError:
+            pass  # the worker died; _wait sees its end of file
+
+    def _wait(self) -> list[tuple[CompileJob, CompileResult, str | None]]:
+        """Wait for the next answer, end of file or deadline; return the finished jobs."""
+        now = time.monotonic()
+        deadlines = [w.process.deadline if w.job is not None else w.process.startup_deadline
+                     for w in self._workers if w.job is not None or not w.process.ready]
+        wait = max(0.0, min(deadlines) - now) if deadlines else 1.0
+        finished: list[tuple[CompileJob, CompileResult, str | None]] = []
+        for selector_key, _ in self._selector.select(timeout=min(wait, 5.0)):
+            finished.extend(self._read(selector_key.data))
+        finished.extend(self._expire())
+        return finished
+
+    def _read(self, worker: _Worker) -> list[tuple[CompileJob, CompileResult, str | None]]:
+        """Read what a worker sent; handle its messages or its death."""
+        try:
+            chunk = os.read(worker.fd, 1 << 20)
+        except BlockingIOError:
+            return []
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return self._on_death(worker)
+        worker.buffer.extend(chunk)
+        finished = []
+        while len(worker.buffer) >= HEADER.size:
+            size = HEADER.unpack_from(worker.buffer)[0]
+            if len(worker.buffer) < HEADER.size + size:
+                break
+            payload = bytes(worker.buffer[HEADER.size:HEADER.size + size])
+            del worker.buffer[:HEADER.size + size]
+            tag, value = pickle.loads(payload)
+            if tag == READY:
+                worker.process.ready = True
+                self._start_failures = 0
+            elif tag == worker.job_id and worker.job is not None:
+                finished.append((worker.job, value, self._keys.pop(tag, None)))
+                worker.job_id, worker.job = None, None
+        return finished
+
+    def _on_death(self, worker: _Worker) -> list[tuple[CompileJob, CompileResult, str | None]]:
+        """A worker closed its pipe: report its job as ``internal`` and forget it."""
+        job, job_id = worker.job, worker.job_id
+        if not worker.process.ready:
+            self._note_start_failure(worker)
+        self._retire(worker)
+        death = worker.process.death()
+        if job is None:
+            return []
+        self._keys.pop(job_id, None)
+        how = f"killed by signal {death.signal}" if death.signal is not None else f"exit code {death.returncode}"
+        result = CompileResult.failure("internal", f"compile worker died ({how}) while compiling {job.describe()}")
+        result.compile_seconds = time.monotonic() - worker.dispatched
+        return [(job, result, None)]
+
+    def _note_start_failure(self, worker: _Worker) -> None:
+        """Count a worker that never became ready and keep what it printed (an import error)."""
+        self._start_failures += 1
+        self._start_error = worker.process.log_tail(4000)
+
+    def _expire(self) -> list[tuple[CompileJob, CompileResult, str | None]]:
+        """Kill workers past their deadline (job time limit, or start-up limit)."""
+        now = time.monotonic()
+        finished = []
+        for worker in list(self._workers):
+            if worker.job is not None and worker.process.past_deadline(now):
+                job, elapsed = worker.job, now - worker.dispatched
+                self._keys.pop(worker.job_id, None)
+                self._retire(worker)
+                limit = worker.process.deadline - worker.dispatched
+                result = CompileResult.failure(
+                    "timeout", f"compile took longer than {limit:g} s: {job.describe()}", compile_seconds=elapsed
+                )
+                finished.append((job, result, None))
+            elif worker.process.startup_expired(now):
+                self._note_start_failure(worker)
+                self._retire(worker)
+        return finished
+
+
+def compile_all(
+    jobs: Iterable[CompileJob], *, max_workers: int | None = None, timeout: float = 30.0, cache: object | None = None
+) -> list[tuple[CompileJob, CompileResult]]:
+    """Compile ``jobs`` in a temporary pool; return ``(job, result)`` pairs in finishing order."""
+    with CompilePool(max_workers=max_workers, timeout=timeout, cache=cache) as pool:
+        return list(pool.run(jobs))
+
+
+if __name__ == "__main__":  # a worker: the module name is the one the pool has always started
+    from .compile_worker import main
+
+    main()

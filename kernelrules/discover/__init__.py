@@ -1,0 +1,1 @@
+"""Find kernels and their autotune configs in source, without running it."""

@@ -1,0 +1,356 @@
+"""The rule engine: judge a config on an architecture, and repair it.
+
+Judging evaluates every rule that applies to the architecture against one
+environment (``config``, ``arch``, ``kernel``, ``facts``, ``problem``). A rule
+whose condition names a fact or problem value that is not known yet is
+*deferred* (it cannot judge before a compile); one that names a config key the
+config does not have does not apply. A config is rejected when an
+error-severity rule fires.
+
+Repair searches, breadth first, over the firing rules' ordered repairs for
+the nearest config (fewest edits) that no error rule rejects.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .. import expr as exprlang
+from ..config import KernelConfig
+from .ruleset import Rule, RuleSet, builtin_rules
+
+#: Namespaces whose missing names mean "cannot judge yet" rather than "does not apply".
+DEFERRING_ROOTS = frozenset({"facts", "problem"})
+
+
+class Diagnostic:
+    """One finding: which rule, how bad, what it says, and the first repair it suggests.
+
+    The message is rendered from the rule's template when first read: judging
+    many configs only decides verdicts, and most messages are never shown.
+    """
+
+    __slots__ = ("code", "name", "severity", "stage", "fix", "_message", "_template", "_env")
+
+    def __init__(
+        self,
+        code: str,
+        name: str,
+        severity: str,
+        message: str | None = None,
+        stage: str = "config",
+        fix: str | None = None,
+        *,
+        template: Any = None,
+        env: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.code, self.name, self.severity, self.stage, self.fix = code, name, severity, stage, fix
+        self._message, self._template, self._env = message, template, env
+
+    @property
+    def message(self) -> str:
+        """The rendered message, with the numbers filled in."""
+        if self._message is None:
+            self._message = self._template.render(self._env) if self._template is not None else ""
+            self._template = self._env = None
+        return self._message
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Diagnostic):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"Diagnostic({self.code}, {self.severity}, {self.message!r})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form shared by every command: code, name, severity, message (+ fix)."""
+        out = {"code": self.code, "name": self.name, "severity": self.severity, "message": self.message}
+        if self.fix:
+            out["fix"] = self.fix
+        return out
+
+
+@dataclass
+class Verdict:
+    """The judgement of one config on one architecture."""
+
+    config: KernelConfig
+    arch: str
+    stage: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    repair: KernelConfig | None = None
+    repair_steps: tuple[str, ...] = ()
+
+    @property
+    def rejected(self) -> bool:
+        """True when an error-severity rule fired."""
+        return any(d.severity == "error" for d in self.diagnostics)
+
+    @property
+    def verdict(self) -> str:
+        """``"reject"`` or ``"pass"``."""
+        return "reject" if self.rejected else "pass"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready record of this verdict."""
+        return {
+            "config": self.config.to_dict(),
+            "arch": self.arch,
+            "verdict": self.verdict,
+            "stage": self.stage,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "deferred": list(self.deferred),
+            "repair": None if self.repair is None else self.repair.to_dict(),
+            "repair_steps": list(self.repair_steps),
+        }
+
+
+def kernel_namespace(kernel: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``kernel.*`` mapping: what is known about the kernel without compiling it."""
+    ns = dict(kernel or {})
+    dtypes = [str(d) for d in ns.get("dtypes", ()) or ()]
+    if "dtypes" in ns:
+        ns["dtypes"] = dtypes
+        ns.setdefault("fp8_dtypes", sorted({d for d in dtypes if d.startswith("fp8")}))
+    return ns
+
+
+class Engine:
+    """Judges configs with a rule set; plans (rules per architecture) are cached."""
+
+    def __init__(self, rules: RuleSet | None = None) -> None:
+        self.rules = rules if rules is not None else builtin_rules()
+        self._plans: dict[tuple[str, str | None], tuple[Rule, ...]] = {}
+
+    def plan(self, arch: Any) -> tuple[Rule, ...]:
+        """The rules that apply to ``arch``, in code order."""
+        key = (arch.name, getattr(arch, "sku", None))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = tuple(r for r in self.rules if r.applies(arch))
+            self._plans[key] = plan
+        return plan
+
+    def environment(
+        self,
+        config: KernelConfig,
+        arch: Any,
+        kernel: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        problem: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The evaluation environment for one (config, arch) pair."""
+        return {
+            "config": config.namespace(arch.vendor),
+            "arch": arch.namespace(),
+            "kernel": kernel_namespace(kernel),
+            "facts": dict(facts or {}),
+            "problem": dict(problem or {}),
+        }
+
+    def judge(
+        self,
+        config: KernelConfig,
+        arch: Any,
+        *,
+        kernel: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        problem: Mapping[str, Any] | None = None,
+        stage: str = "config",
+    ) -> Verdict:
+        """Evaluate every applicable rule; no repair."""
+        env = self.environment(config, arch, kernel, facts, problem)
+        verdict = Verdict(config=config, arch=arch.name, stage=stage)
+        for rule in self.plan(arch):
+            self._apply_rule(rule, env, verdict)
+        return verdict
+
+    def _apply_rule(self, rule: Rule, env: Mapping[str, Any], verdict: Verdict) -> None:
+        if rule.fact_names and not rule.fact_names <= env["facts"].keys():
+            verdict.deferred.append(rule.code)  # a fact it names is not known yet
+            return
+        try:
+            fired = rule.condition.evaluate(env)
+        except exprlang.MissingName as missing:
+            if missing.root in DEFERRING_ROOTS:
+                verdict.deferred.append(rule.code)
+            return
+        except exprlang.ExprError as exc:
+            verdict.diagnostics.append(
+                Diagnostic(rule.code, rule.name, "warning", f"could not judge this config: {exc.message}", rule.stage)
+            )
+            return
+        if fired:
+            fix = rule.repairs[0].description if rule.repairs else None
+            verdict.diagnostics.append(
+                Diagnostic(rule.code, rule.name, rule.severity, None, rule.stage, fix, template=rule.message, env=env)
+            )
+
+    def check(
+        self,
+        config: KernelConfig,
+        arch: Any,
+        *,
+        kernel: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        problem: Mapping[str, Any] | None = None,
+        repair: bool = True,
+        facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
+        stage: str = "config",
+    ) -> Verdict:
+        """Judge one config and, when it is rejected, find the nearest config that passes."""
+        verdict = self.judge(config, arch, kernel=kernel, facts=facts, problem=problem, stage=stage)
+        if repair and verdict.rejected:
+            found = self.repair(config, arch, kernel=kernel, facts=facts, problem=problem, facts_fn=facts_fn)
+            if found is not None:
+                verdict.repair, verdict.repair_steps = found
+        return verdict
+
+    def judge_many(
+        self,
+        configs: Iterable[KernelConfig],
+        arch: Any,
+        *,
+        kernel: Mapping[str, Any] | None = None,
+        facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
+        stage: str = "config",
+    ) -> list[Verdict]:
+        """Judge many configs on one architecture (the fast path; no repair).
+
+        ``facts_fn`` gives each config its facts (the resource model's predictions).
+        A rule that reads neither ``config`` nor ``facts`` gives the same outcome for
+        every config, so it is evaluated once for the whole batch.
+        """
+        collecting = gc.isenabled()
+        gc.disable()  # judging allocates many small acyclic objects; cyclic GC passes only cost time
+        try:
+            return self._judge_many(list(configs), arch, kernel, facts_fn, stage)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _judge_many(self, configs: list[KernelConfig], arch: Any, kernel: Mapping[str, Any] | None,
+                    facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None, stage: str) -> list[Verdict]:
+        arch_ns = arch.namespace()
+        kernel_ns = kernel_namespace(kernel)
+        vendor = arch.vendor
+        varying = {"config", "facts"}
+        plan = self.plan(arch)
+        shared = Verdict(config=KernelConfig(), arch=arch.name, stage=stage)
+        for rule in plan:
+            if not rule.roots & varying:
+                self._apply_rule(rule, {"config": {}, "arch": arch_ns, "kernel": kernel_ns, "facts": {}, "problem": {}}, shared)
+        dynamic = [r for r in plan if r.roots & varying]
+        last_keys: Any = None
+        split: tuple[list[Rule], list[str]] = ([], [])
+        verdicts = []
+        for config in configs:
+            facts = facts_fn(config) if facts_fn is not None else {}
+            if facts.keys() != last_keys:  # which rules can judge with these facts (the same for most configs)
+                known = frozenset(facts)
+                split = ([r for r in dynamic if r.fact_names <= known],
+                         [r.code for r in dynamic if not r.fact_names <= known])
+                last_keys = known
+            active, deferred = split
+            env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns, "facts": facts, "problem": {}}
+            verdict = Verdict(config=config, arch=arch.name, stage=stage, deferred=list(deferred))
+            for rule in active:  # _apply_rule, inlined: this loop is the hot path of prune
+                try:
+                    fired = rule.condition.evaluate(env)
+                except exprlang.ExprError:
+                    self._apply_rule(rule, env, verdict)  # the slow path says why
+                    continue
+                if fired:
+                    verdict.diagnostics.append(Diagnostic(
+                        rule.code, rule.name, rule.severity, None, rule.stage,
+                        rule.repairs[0].description if rule.repairs else None, template=rule.message, env=env))
+            if shared.diagnostics or shared.deferred:
+                verdict.diagnostics.extend(shared.diagnostics)
+                verdict.deferred.extend(shared.deferred)
+                verdict.diagnostics.sort(key=lambda d: d.code)
+            verdicts.append(verdict)
+        return verdicts
+
+    # -- repair -----------------------------------------------------------------
+
+    def repair(
+        self,
+        config: KernelConfig,
+        arch: Any,
+        *,
+        kernel: Mapping[str, Any] | None = None,
+        facts: Mapping[str, Any] | None = None,
+        problem: Mapping[str, Any] | None = None,
+        max_edits: int = 8,
+        max_candidates: int = 512,
+        facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None = None,
+        frozen: frozenset[str] = frozenset(),
+    ) -> tuple[KernelConfig, tuple[str, ...]] | None:
+        """The nearest passing config and the repair steps to it (see :mod:`kernelrules.judge.repair`)."""
+        from .repair import nearest_passing
+
+        return nearest_passing(self, config, arch, kernel=kernel, facts=facts, problem=problem,
+                               max_edits=max_edits, max_candidates=max_candidates, facts_fn=facts_fn,
+                               frozen=frozen)
+
+
+_DEFAULT_ENGINE: Engine | None = None
+
+
+def default_engine() -> Engine:
+    """An engine over the built-in rules, created once."""
+    global _DEFAULT_ENGINE
+    if _DEFAULT_ENGINE is None:
+        _DEFAULT_ENGINE = Engine()
+    return _DEFAULT_ENGINE
+
+
+def as_config(config: Any) -> KernelConfig:
+    """Accept a KernelConfig, a ``triton.Config`` or a plain mapping."""
+    if isinstance(config, KernelConfig):
+        return config
+    if isinstance(config, Mapping):
+        return KernelConfig.from_dict(config)
+    if hasattr(config, "kwargs"):
+        return KernelConfig.from_triton(config)
+    raise TypeError(f"cannot use {type(config).__name__} as a config")
+
+
+def check(
+    config: Any,
+    arch: Any,
+    *,
+    kernel: Mapping[str, Any] | None = None,
+    facts: Mapping[str, Any] | None = None,
+    problem: Mapping[str, Any] | None = None,
+    repair: bool = True,
+) -> Verdict:
+    """Judge one config (KernelConfig, triton.Config or dict) on an architecture (Arch or name)."""
+    if isinstance(arch, str):
+        from ..arch import load_arch
+
+        arch = load_arch(arch)
+    return default_engine().check(as_config(config), arch, kernel=kernel, facts=facts, problem=problem, repair=repair)
+
+
+def judge_examples(rule: Rule, kind: str, engine: Engine | None = None) -> list[tuple[Mapping[str, Any], bool]]:
+    """Run a rule's ``bad`` or ``good`` examples: (example, whether the rule fired) pairs."""
+    from ..arch import load_arch
+
+    engine = engine or Engine(RuleSet([rule]))
+    results = []
+    for example in rule.examples[kind]:
+        arch = load_arch(example["arch"])
+        config = KernelConfig.from_dict(example["config"])
+        verdict = engine.judge(
+            config, arch, kernel=example.get("kernel"), facts=example.get("facts"), problem=example.get("problem")
+        )
+        results.append((example, any(d.code == rule.code for d in verdict.diagnostics)))
+    return results
+
+
+__all__: Sequence[str] = ("Diagnostic", "Verdict", "Engine", "check", "judge_examples")

@@ -1,0 +1,389 @@
+"""The judging core: judge every config of a kernel on one or more architectures.
+
+Lint, check-config, ``kernelrules prune``, the tune gate, the tuner adapters, the perf
+model's probes and the testing helpers all judge through :class:`ConfigJudge`. Per
+architecture it walks a table of named stages in order (as Triton's backend fills
+``stages["ttir"|...]`` in ``add_stages`` and ``compile()`` walks it), see
+:meth:`ConfigJudge.add_stages`:
+
+1. ``predict``: the resource model is learned from a few probe compiles of the kernel;
+2. ``config``: every rule judges every config from the config, the architecture and the
+   launch signature, plus the model's predictions; a rejected config gets the nearest
+   config that passes, found with the rules' repairs over predicted facts;
+3. with ``compile=True``, ``compile``: every config that survives is cross-compiled in the
+   worker pool (time-limited, cached on disk);
+4. ``compiled``: the survivors are judged again on their compiled facts;
+5. ``repairs``: each suggested repair is compiled once and dropped if its facts reject it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
+
+from ..compile.cache import UNCACHED_KINDS, ResultCache
+from ..compile.compilejob import CompileJob, CompileResult
+from ..config import KernelConfig
+from .engine import Engine, Verdict, default_engine
+from .facts import compiled_facts
+from ..compile.target import KernelTarget
+from ..compile.pool import CompilePool
+from ..predict.register_model import distinct, fit as fit_registers, read_live_tensors, register_probes
+from ..predict.resource_model import ModelError, ResourceModel, choose_probes, learn, probe_from_facts, read_probe, synthetic_probes
+from ..space import Space
+
+#: Facts copied into the JSON record (the rest stays available in Python), declared in the fact catalogue.
+from .facts_catalogue import REPORTED_FACTS
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class PruneRecord:
+    """The judgement of one config on one architecture."""
+
+    verdict: Verdict
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record format of ``kernelrules prune --format json``."""
+        v = self.verdict
+        return {
+            "config": v.config.to_dict(),
+            "arch": v.arch,
+            "verdict": v.verdict,
+            "stage": v.stage,
+            "diagnostics": [d.to_json() for d in v.diagnostics],
+            "facts": {k: self.facts[k] for k in REPORTED_FACTS if k in self.facts},
+            "repair": None if v.repair is None else v.repair.to_dict(),
+        }
+
+
+@dataclass
+class PruneResult:
+    """Every record, plus what the resource models learned and notes for the user."""
+
+    records: list[PruneRecord]
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def kept(self) -> list[PruneRecord]:
+        return [r for r in self.records if r.verdict.verdict == "pass"]
+
+    @property
+    def rejected(self) -> list[PruneRecord]:
+        return [r for r in self.records if r.verdict.verdict == "reject"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"results": [r.to_json() for r in self.records], "models": self.models, "notes": self.notes}
+
+
+@dataclass
+class ArchJudging:
+    """What the stages of one architecture's judging share: the inputs, the model and the records so far."""
+
+    configs: list[KernelConfig]
+    arch: Any
+    problem: Mapping[str, Any]
+    kernel: dict[str, Any]
+    probe: bool
+    model: ResourceModel | None
+    records: list[PruneRecord] = field(default_factory=list)
+    #: The compile stage's survivors, each with its compile result and (AMD) its VGPR need.
+    compiled: list[tuple[PruneRecord, CompileResult, Any]] = field(default_factory=list)
+
+    def predict(self, config: KernelConfig) -> dict[str, Any]:
+        """The resource model's predicted facts of ``config`` (none without a model)."""
+        return self.model.predict(config) if self.model is not None else {}
+
+
+#: One named stage: it reads and extends the architecture's judging in place.
+Stage = Callable[["ConfigJudge", ArchJudging], None]
+
+
+class ConfigJudge:
+    """Holds the engine, the compile pool and the learned models for one judging run.
+
+    ``pool``, a pool shared with other users (lint's, or a tuner's
+    :class:`~kernelrules.adapters.autotune_context.AutotuneContext`), is used but never closed
+    here; ``cache`` then applies to this judge's compiles only (the pool's own when
+    None). ``probe_results``, a mapping from compile job to result shared by the
+    judges of one tuner, answers probe compiles made before (deterministic results
+    only: what a compile of the same job would give again).
+    """
+
+    def __init__(self, target: KernelTarget, *, engine: Engine | None = None, jobs: int | None = None,
+                 timeout: float = 30.0, cache: ResultCache | None = None, progress: Progress | None = None,
+                 pool: CompilePool | None = None, probe_results: MutableMapping[CompileJob, CompileResult] | None = None):
+        self.target = target
+        self.engine = engine or default_engine()
+        self.timeout = timeout
+        self.progress = progress
+        self._own_pool = pool is None  # a pool shared across kernels (lint) is closed by its owner
+        self.pool = pool if pool is not None else CompilePool(max_workers=jobs, timeout=timeout, cache=cache)
+        self._run_options = {"cache": cache} if pool is not None and cache is not None else {}
+        self.probe_results = probe_results
+        self.notes: list[str] = []
+        #: Architecture -> why no resource model could be learned (the probe compiles failed, ...).
+        self.model_errors: dict[str, str] = {}
+
+    def close(self) -> None:
+        if self._own_pool:
+            self.pool.close()
+
+    # -- compiling ----------------------------------------------------------------
+
+    def compile_many(self, configs: Sequence[KernelConfig], arch: Any, label: str) -> list[CompileResult]:
+        """Compile configs in the pool; results in the order of ``configs``."""
+        jobs = [self.target.job(c, arch, self.timeout) for c in configs]
+        index = {id(job): i for i, job in enumerate(jobs)}
+        results: list[CompileResult | None] = [None] * len(jobs)
+
+        def hook(done: int, total: int, _job: CompileJob, _result: CompileResult) -> None:
+            if self.progress:
+                self.progress(label, done, total)
+
+        for job, result in self.pool.run(jobs, progress=hook, **self._run_options):
+            results[index[id(job)]] = result
+        return [r if r is not None else CompileResult.failure("internal", "no result") for r in results]
+
+    # -- the resource model -----------------------------------------------------------
+
+    def learn_model(self, candidates: Sequence[KernelConfig], arch: Any) -> ResourceModel | None:
+        """Probe-compile a few cheap configs and fit the resource model (None when it cannot)."""
+        error: Exception | None = None
+        for probes in (choose_probes(candidates), synthetic_probes(candidates)):
+            if not probes:
+                continue
+            read = self._compile_probes(probes, arch)
+            try:
+                model = learn(read, arch)
+            except ModelError as exc:
+                error = exc
+                continue
+            model = self._complete_paths(model, read, candidates, arch)
+            model.registers = self._fit_registers(model, candidates, arch)
+            return model
+        if error is not None:
+            self.model_errors[arch.name] = str(error)
+            self.notes.append(f"{arch.name}: no resource model ({error}); shared memory is judged after compiling")
+        return None
+
+    def _fit_registers(self, model: ResourceModel, candidates: Sequence[KernelConfig], arch: Any) -> Any:
+        """For a kernel without dots on NVIDIA, registers and spills from its live tensors
+        (:mod:`kernelrules.predict.register_model`): two more probes with larger tiles, then the fit."""
+        if model.dots or getattr(arch, "vendor", "nvidia") != "nvidia":
+            return None
+        done = list(getattr(self, "_probed", []))
+        extra = register_probes(candidates, [c for c, _ in done])
+        self._compile_probes(extra, arch)
+        done = [(c, r) for c, r in getattr(self, "_probed", []) if r.ok and r.asm.get("ttgir")
+                and (r.facts or {}).get("registers") is not None]
+        if not done:
+            return None
+        config, result = max(done, key=lambda cr: (distinct(cr[0]), done.index(cr)))
+        try:
+            tensors = read_live_tensors(str(result.asm["ttgir"]), config.constexprs)
+            observed = [(c.constexprs, c.num_warps or 4, int(r.facts["registers"]), int(r.facts.get("spill_bytes") or 0))
+                        for c, r in done]
+            return fit_registers(tensors, observed, arch)
+        except Exception as exc:  # noqa: BLE001 - no register model: the rules defer to the compile
+            self.notes.append(f"{arch.name}: no register model ({exc})")
+            return None
+
+    def _compile_probes(self, probes: Sequence[KernelConfig], arch: Any) -> list:
+        """Compile probe configs and read each one that compiled (from the worker's facts, else its TTGIR)."""
+        read = []
+        results = self._probe_results(probes, arch)
+        if not hasattr(self, "_probed") or getattr(self, "_probed_arch", None) != arch.name:
+            self._probed, self._probed_arch = [], arch.name
+        self._probed.extend(zip(probes, results))
+        for config, result in zip(probes, results):
+            if not result.ok:
+                continue
+            probe = probe_from_facts(config, result.facts or {})
+            if probe is None and result.asm.get("ttgir"):
+                probe = read_probe(config, result.asm["ttgir"])
+            if probe is not None:
+                read.append(probe)
+        return read
+
+    def _probe_results(self, probes: Sequence[KernelConfig], arch: Any) -> list[CompileResult]:
+        """The probes' compile results, in order: from ``probe_results`` when there, else compiled (and kept there)."""
+        label = f"probing {arch.name}"
+        if self.probe_results is None:
+            return self.compile_many(probes, arch, label)
+        jobs = [self.target.job(c, arch, self.timeout) for c in probes]
+        known = {i: self.probe_results[job] for i, job in enumerate(jobs) if job in self.probe_results}
+        missing = [i for i in range(len(jobs)) if i not in known]
+        compiled = dict(zip(missing, self.compile_many([probes[i] for i in missing], arch, label)))
+        for i, result in compiled.items():
+            if result.error_kind not in UNCACHED_KINDS:  # a timeout or a crash may not happen again
+                self.probe_results[jobs[i]] = result
+        return [known[i] if i in known else compiled[i] for i in range(len(jobs))]
+
+    def _complete_paths(self, model: ResourceModel, read: list, candidates: Sequence[KernelConfig],
+                        arch: Any) -> ResourceModel:
+        """On Hopper, also probe the MMA path the first probes did not take, if the space has it."""
+        missing: dict[str, list[KernelConfig]] = {}
+        for config in candidates:
+            path = model.mma_path(config.constexprs, config.num_warps or 4)
+            if path not in model.paths and path != "none":
+                missing.setdefault(path, []).append(config)
+        if not missing:
+            return model
+        extra = [probe for configs in missing.values() for probe in choose_probes(configs, count=1)]
+        read = read + self._compile_probes(extra, arch)
+        try:
+            return learn(read, arch)
+        except ModelError:
+            return model
+
+    def model_for(self, configs: Sequence[KernelConfig], arch: Any) -> ResourceModel | None:
+        """The resource model learned from the configs no config-stage rule rejects (None if none passes)."""
+        plain = self.engine.judge_many(configs, arch, kernel=dict(self.target.kernel_info))
+        candidates = [v.config for v in plain if not v.rejected]
+        return self.learn_model(candidates, arch) if candidates else None
+
+    # -- judging ------------------------------------------------------------------
+
+    def judge_arch(self, configs: Sequence[KernelConfig], arch: Any, compile: bool,
+                   problem: Mapping[str, Any], probe: bool = True,
+                   model: ResourceModel | None = None) -> tuple[list[PruneRecord], ResourceModel | None]:
+        """All records of one architecture; ``probe=False`` skips the resource model (no dot to model).
+
+        ``model``, a resource model learned earlier for this kernel and architecture,
+        spares the probe compiles (a judge that lives across calls passes its own).
+        The stages of :meth:`add_stages` run in their order.
+        """
+        judging = ArchJudging(list(configs), arch, problem, dict(self.target.kernel_info), probe, model)
+        stages: dict[str, Stage] = {}
+        self.add_stages(stages, compile)
+        for stage in stages.values():
+            stage(self, judging)
+        return judging.records, judging.model
+
+    @staticmethod
+    def add_stages(stages: dict[str, Stage], compile: bool) -> None:
+        """Fill ``stages`` with the named stages of one architecture's judging, in the order they run."""
+        stages["predict"] = predict_stage
+        stages["config"] = config_stage
+        if compile:
+            stages["compile"] = compile_stage
+            stages["compiled"] = compiled_stage
+            stages["repairs"] = repairs_stage
+
+    def vgpr_need(self, configs: Sequence[KernelConfig], results: Sequence[CompileResult], arch: Any) -> list:
+        """On AMD, the VGPRs each compiled config needs without its ``waves_per_eu`` cap.
+
+        A config without ``waves_per_eu`` needs what it uses; one with it is compiled
+        once more without it (the reference the cap is judged against). None where
+        unknown, and on NVIDIA.
+        """
+        if getattr(arch, "vendor", "nvidia") != "amd":
+            return [None] * len(configs)
+        needs = [(r.facts or {}).get("registers") if r.ok else None for r in results]
+        capped = [i for i, c in enumerate(configs) if c.backend_options.get("waves_per_eu") and results[i].ok]
+        if capped:
+            plain = [configs[i].replace({}, remove=["waves_per_eu"]) for i in capped]
+            for i, ref in zip(capped, self.compile_many(plain, arch, f"compiling {arch.name} without waves_per_eu")):
+                needs[i] = (ref.facts or {}).get("registers") if ref.ok else None
+        return needs
+
+
+def predict_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Learn the resource model from probe compiles, unless one was given or probing is off."""
+    if judging.model is None and judging.probe:
+        judging.model = judge.model_for(judging.configs, judging.arch)
+
+
+def config_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Judge every config on the predicted facts; find a repair for each rejected one."""
+    engine, arch, kernel = judge.engine, judging.arch, judging.kernel
+    for verdict in engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=judging.predict):
+        facts = judging.predict(verdict.config)
+        if verdict.rejected:
+            found = engine.repair(verdict.config, arch, kernel=kernel, facts=facts, problem=judging.problem,
+                                  facts_fn=judging.predict, frozen=judge.target.fixed)
+            if found is not None:
+                verdict.repair, verdict.repair_steps = found
+        judging.records.append(PruneRecord(verdict, facts))
+
+
+def compile_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Compile every config the config stage passed (and, on AMD, find its VGPR need)."""
+    arch = judging.arch
+    survivors = [r for r in judging.records if not r.verdict.rejected]
+    configs = [r.verdict.config for r in survivors]
+    results = judge.compile_many(configs, arch, f"compiling {arch.name}")
+    judging.compiled = list(zip(survivors, results, judge.vgpr_need(configs, results, arch)))
+
+
+def compiled_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Judge each compiled survivor again on its compiled facts."""
+    arch = judging.arch
+    for record, result, need in judging.compiled:
+        config = record.verdict.config
+        facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout,
+                               predicted=record.facts)
+        if need is not None and result.ok:
+            facts["vgpr_need"] = need
+        verdict = judge.engine.check(config, arch, kernel=judging.kernel, facts=facts, problem=judging.problem,
+                                     facts_fn=judging.predict, stage="compiled")
+        verdict.stage = "compiled"
+        record.verdict, record.facts = verdict, facts
+
+
+def repairs_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
+    """Compile each suggested repair once; drop the suggestion if the compiled facts reject it."""
+    arch = judging.arch
+    records = [r for r in judging.records if r.verdict.repair is not None]
+    repairs = {r.verdict.repair.key(): r.verdict.repair for r in records}
+    configs = list(repairs.values())
+    ok = {}
+    for config, result in zip(configs, judge.compile_many(configs, arch, f"checking repairs {arch.name}")):
+        facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout)
+        ok[config.key()] = not judge.engine.judge(config, arch, kernel=judging.kernel, facts=facts,
+                                                  problem=judging.problem).rejected
+    for record in records:
+        if not ok.get(record.verdict.repair.key(), False):
+            record.verdict.repair, record.verdict.repair_steps = None, ()
+
+
+def check_target(target: KernelTarget, configs: Sequence[KernelConfig], archs: Sequence[Any]) -> None:
+    """Fail early, with one clear error, when the kernel cannot be read or the signature does not fit it.
+
+    Raises :class:`~kernelrules.errors.KernelSourceError` or
+    :class:`~kernelrules.errors.SignatureSpecError` (exit code 2 on the command line).
+    """
+    from ..compile.compilejob import prepare
+
+    import warnings
+
+    if not configs or not archs:
+        return
+    with warnings.catch_warnings():  # Triton's specialiser may import torch, which can warn on import
+        warnings.simplefilter("ignore")
+        prepare(target.job(configs[0], archs[0], None))
+
+
+def prune_space(space: Space, archs: Sequence[Any], *, compile: bool = False, jobs: int | None = None,
+                timeout: float = 30.0, cache: ResultCache | None = None, engine: Engine | None = None,
+                progress: Progress | None = None) -> PruneResult:
+    """Judge every config of a loaded space on each architecture."""
+    target = KernelTarget.from_space(space)
+    configs = list(space.configs())
+    check_target(target, configs, archs)
+    judge = ConfigJudge(target, engine=engine, jobs=jobs, timeout=timeout, cache=cache, progress=progress)
+    result = PruneResult(records=[])
+    try:
+        for arch in archs:
+            records, model = judge.judge_arch(configs, arch, compile, space.problem)
+            result.records.extend(records)
+            if model is not None:
+                result.models[arch.name] = model.describe()
+    finally:
+        judge.close()
+    result.notes.extend(judge.notes)
+    return result

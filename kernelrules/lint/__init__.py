@@ -1,0 +1,1 @@
+"""``kernelrules lint`` and ``check-config``: findings, reports, settings, suppressions."""

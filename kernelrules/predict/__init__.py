@@ -1,0 +1,1 @@
+"""Predict resources and performance of configs without compiling them."""

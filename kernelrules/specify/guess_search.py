@@ -1,0 +1,100 @@
+"""Find guesses that compile: when lint's first probe of a kernel fails on values it only guessed.
+
+Lint judges a kernel nobody wrote a spec for with guessed values: constexprs
+(:mod:`kernelrules.specify.constexpr_guess`) and pointer element types (``*fp16`` unless the name
+or the body says otherwise, :mod:`kernelrules.specify.signatures`). When the first config does
+not compile with them, the cause is usually a guess, not the kernel: a fp32 buffer read
+as fp16 (``Both operands must be same dtype``), a flag whose other branch defines a local
+name (``NameError``), a size a static assert wants larger. :func:`settle` tries, within a
+fixed budget of probe compiles, the other pointer types (``*bf16``, ``*fp32``, ``*i8``) and each
+guessed constexpr's next plausible value, alone and then with each pointer type, and
+keeps the first combination that compiles. Pure search: the caller's ``probe`` compiles.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .constexpr_guess import alternatives
+from ..compile.limits import undefined_name
+
+#: Probe compiles one search may spend (each is one config on one architecture, cached).
+DEFAULT_BUDGET = 24
+
+#: Pointer element types tried, in order, for pointers whose ``*fp16`` was only guessed from the name.
+POINTER_ALTERNATIVES = ("bf16", "fp32", "i8")
+
+
+@dataclass
+class Settled:
+    """What the search changed: the signature, constexpr values and the guesses they replaced."""
+
+    spec: Mapping[str, Any]
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    replaced: dict[str, Any] = field(default_factory=dict)
+    pointer_type: str | None = None
+    pointers: tuple[str, ...] = ()
+    probes: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.constexprs) or self.pointer_type is not None
+
+
+def guessed_fp16_pointers(spec: Mapping[str, Any], provenance: Mapping[str, str]) -> list[str]:
+    """Pointers typed ``*fp16`` only because nothing said otherwise (provenance ``naming``)."""
+    return [k for k, v in spec.items() if v == "*fp16" and provenance.get(k) == "naming"]
+
+
+def pointer_variants(spec: Mapping[str, Any], provenance: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """``[(dtype, spec with the guessed fp16 pointers retyped)]`` for each alternative element type."""
+    guessed = guessed_fp16_pointers(spec, provenance)
+    if not guessed:
+        return []
+    return [(dtype, {k: (f"*{dtype}" if k in guessed else v) for k, v in spec.items()})
+            for dtype in POINTER_ALTERNATIVES]
+
+
+def local_names(func: ast.FunctionDef | None) -> set[str]:
+    """Names a jit function assigns: a NameError on one means a branch the guesses did not take."""
+    if func is None:
+        return set()
+    return {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def retryable(result: Any, locals_: set[str]) -> bool:
+    """A failed probe that other guesses may fix: a compile error, not a name kernelrules cannot resolve."""
+    if result is None or result.ok or result.error_kind != "compile_error":
+        return False
+    name = undefined_name(result.message)
+    return name is None or name in locals_
+
+
+def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],
+           provenance: Mapping[str, str], guessed: Mapping[str, Any], *, locals_: set[str] = frozenset(),
+           budget: int = DEFAULT_BUDGET) -> Settled:
+    """Search guesses until the first config compiles.
+
+    ``probe(spec, changes)`` compiles the first config with signature ``spec`` and the
+    constexpr ``changes`` applied, returning a compile result (``ok``, ``error_kind``,
+    ``message``) or None. Returns what to change; nothing when the first probe compiles,
+    when its failure is not one a guess causes, or when nothing within ``budget`` compiles.
+    """
+    first = probe(spec, {})
+    if not retryable(first, set(locals_)):
+        return Settled(spec, probes=1)
+    variants = pointer_variants(spec, provenance)
+    singles = [{name: alt} for name, value in guessed.items() for alt in alternatives(value)]
+    tries: list[tuple[str | None, Mapping[str, Any], dict[str, Any]]] = [(t, s, {}) for t, s in variants]
+    tries += [(None, spec, change) for change in singles]
+    tries += [(t, s, change) for t, s in variants for change in singles]
+    probes = 1
+    for pointer_type, variant, change in tries[:budget]:
+        probes += 1
+        result = probe(variant, change)
+        if result is not None and result.ok:
+            pointers = tuple(guessed_fp16_pointers(spec, provenance)) if pointer_type else ()
+            return Settled(variant, dict(change), {k: guessed[k] for k in change}, pointer_type, pointers, probes)
+    return Settled(spec, probes=probes)

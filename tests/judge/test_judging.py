@@ -1,0 +1,69 @@
+"""The judging core's stage table: named stages, filled in order, walked in order (no compiles here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelrules.arch import load_arch
+from kernelrules.config import KernelConfig
+from kernelrules.judge.pipeline import (ArchJudging, ConfigJudge, PruneRecord, compile_stage, compiled_stage, config_stage,
+                                 predict_stage, repairs_stage)
+from kernelrules.compile.target import KernelTarget
+
+REPO = Path(__file__).resolve().parents[2]
+SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": 4096, "N": 4096, "K": 4096,
+             "stride_am": 4096, "stride_ak": 1, "stride_bk": 4096, "stride_bn": 1, "stride_cm": 4096, "stride_cn": 1}
+
+
+@pytest.fixture
+def judge():
+    target = KernelTarget.for_signature(REPO / "examples" / "matmul.py", "matmul_kernel", SIGNATURE,
+                                        fixed=["GROUP_SIZE_M"])
+    made = ConfigJudge(target, jobs=1)
+    yield made
+    made.close()
+
+
+def test_the_config_stage_alone_without_compile():
+    stages: dict = {}
+    ConfigJudge.add_stages(stages, compile=False)
+    assert list(stages.items()) == [("predict", predict_stage), ("config", config_stage)]
+
+
+def test_compiling_adds_compile_compiled_and_repairs_in_that_order():
+    stages: dict = {}
+    ConfigJudge.add_stages(stages, compile=True)
+    assert list(stages) == ["predict", "config", "compile", "compiled", "repairs"]
+    assert [stages[n] for n in ("compile", "compiled", "repairs")] == [compile_stage, compiled_stage, repairs_stage]
+
+
+def test_judge_arch_walks_the_table_in_order_and_returns_what_the_stages_left(judge, monkeypatch):
+    seen = []
+
+    def first(_judge, judging: ArchJudging) -> None:
+        seen.append(("first", len(judging.records)))
+        judging.records.append("from first")
+
+    def second(_judge, judging: ArchJudging) -> None:
+        seen.append(("second", list(judging.records)))
+        judging.model = "a model"
+
+    monkeypatch.setattr(ConfigJudge, "add_stages", staticmethod(lambda stages, compile: stages.update(
+        {"first": first, "second": second})))
+    records, model = judge.judge_arch([KernelConfig.from_dict({"BLOCK_M": 64})], load_arch("ada"), False, {})
+    assert seen == [("first", 0), ("second", ["from first"])]
+    assert records == ["from first"] and model == "a model"
+
+
+def test_the_config_stage_judges_every_config_and_repairs_the_rejected(judge):
+    arch = load_arch("ada")
+    fits = KernelConfig.from_dict({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_SIZE_M": 8,
+                                   "num_warps": 4, "num_stages": 2})
+    bad_warps = fits.replace({"num_warps": 6})  # not a power of two: rejected without any facts
+    records, model = judge.judge_arch([fits, bad_warps], arch, False, {}, probe=False)
+    assert model is None
+    assert all(isinstance(r, PruneRecord) and r.facts == {} and r.verdict.stage == "config" for r in records)
+    assert [r.verdict.verdict for r in records] == ["pass", "reject"]
+    assert records[1].verdict.repair is not None and records[1].verdict.repair.num_warps in (4, 8)

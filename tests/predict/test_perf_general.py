@@ -1,0 +1,120 @@
+"""The general perf model: finite, monotone where it must be, and the committed constants
+reproduce benchmarks/fit_perf_general.py's numbers on a small fixture."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+
+from kernelrules.predict.perf_general import FITTED, Constants, estimate, estimate_any, features, seconds
+
+REPO = Path(__file__).resolve().parents[2]
+FIT = REPO / "benchmarks" / "results" / "perf_general_fit.json"
+
+ROWS = {"M": 4096, "N": 4096, "dtype": "fp16", "grid": "cdiv(M, ROWS)", "bytes": "2 * 2 * M * N"}
+
+
+def _cfg(rows=1, block=1024, warps=4, stages=1):
+    return {"ROWS": rows, "BLOCK_N": block, "num_warps": warps, "num_stages": stages}
+
+
+def test_finite_and_positive():
+    for rows in (1, 4, 16):
+        for block in (128, 1024, 4096):
+            for warps in (1, 4, 16):
+                e = estimate(_cfg(rows, block, warps), "h200", ROWS)
+                assert math.isfinite(e.seconds) and e.seconds > 0
+                assert e.programs == math.ceil(4096 / rows)
+
+
+def test_more_bytes_more_time():
+    small = estimate(_cfg(), "h200", ROWS).seconds
+    big = estimate(_cfg(), "h200", {**ROWS, "M": 8192}).seconds
+    assert big > small
+    more = estimate(_cfg(), "h200", {**ROWS, "bytes": "8 * M * N"}).seconds
+    assert more > small
+
+
+def test_spills_and_unlaunchable_cost_more():
+    base = estimate(_cfg(), "h200", ROWS, facts={"registers": 64}).seconds
+    spilled = estimate(_cfg(), "h200", ROWS, facts={"registers": 400}).seconds
+    assert spilled > base
+    no_fit = estimate(_cfg(), "h200", ROWS, facts={"shared_bytes": 10 ** 7}).seconds
+    assert no_fit > 100 * base
+
+
+def test_waves_quantise():
+    """One more program than fills a wave costs a second wave (when each program is latency-bound)."""
+    f = features(_cfg(), "h200", {**ROWS, "grid": "G", "G": 1, "bytes": "2"}, {"registers": 32})
+    k = FITTED["sm_90"]
+    slots = f["sms"] * f["blocks_per_sm"]
+    full = seconds({**f, "programs": slots, "bytes": 2 * slots}, k)
+    over = seconds({**f, "programs": slots + 1, "bytes": 2 * (slots + 1)}, k)
+    assert over > 1.5 * full
+
+
+def test_few_elements_per_thread_pay_the_step_overhead():
+    """Same bytes, same programs: one element per thread per step issues more than eight."""
+    k = replace(FITTED["sm_90"], ops_per_element=8.0, ops_per_step=32.0)
+    one = estimate(_cfg(block=128, warps=4), "h200", ROWS, facts={"registers": 32}, constants=k).parts["compute"]
+    eight = estimate(_cfg(block=1024, warps=4), "h200", ROWS, facts={"registers": 32}, constants=k).parts["compute"]
+    assert one > 2 * eight
+    flat = replace(k, ops_per_step=0.0)
+    a = estimate(_cfg(block=128, warps=4), "h200", ROWS, facts={"registers": 32}, constants=flat).parts["compute"]
+    b = estimate(_cfg(block=1024, warps=4), "h200", ROWS, facts={"registers": 32}, constants=flat).parts["compute"]
+    assert a == pytest.approx(b, rel=0.05)
+
+
+def test_resident_data_past_l2_costs_dram_rereads():
+    """Short rows: the resident programs' data fit in L2; rows of 1 MiB do not, and what a
+    program revisits costs DRAM time again (per byte), unless nothing is revisited."""
+    k = replace(FITTED["sm_90"], l2_revisit=1.0, l2_usable_fraction=0.5)
+
+    def dram_per_byte(n, constants):
+        problem = {**ROWS, "N": n}
+        return estimate(_cfg(), "h200", problem, facts={"registers": 32}, constants=constants).parts["dram"] / n
+
+    assert dram_per_byte(262144, k) > 1.5 * dram_per_byte(1024, k)
+    none = replace(k, l2_revisit=0.0)
+    assert dram_per_byte(262144, none) == pytest.approx(dram_per_byte(1024, none))
+
+
+def test_needs_a_grid():
+    with pytest.raises(ValueError):
+        estimate(_cfg(), "h200", {k: v for k, v in ROWS.items() if k != "grid"})
+
+
+def test_estimate_any_keeps_the_matmul_model_for_gemms():
+    from kernelrules.predict.perf_model import estimate as matmul
+
+    cfg = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 3}
+    gemm = {"M": 4096, "N": 4096, "K": 4096, "dtype": "fp16", "grid": "cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)"}
+    assert estimate_any(cfg, "h200", gemm) == matmul(cfg, "h200", gemm).seconds
+    assert estimate_any(_cfg(), "h200", ROWS) == estimate(_cfg(), "h200", ROWS).seconds
+
+
+def test_committed_constants_are_the_fit():
+    data = json.loads(FIT.read_text())
+    fitted = asdict(FITTED[data["arch"]])
+    for name, value in data["constants"].items():
+        assert fitted[name] == pytest.approx(value, rel=1e-3), name
+    assert set(fitted) == set(asdict(Constants()))
+
+
+@pytest.mark.parametrize("name", ["softmax__small", "rope__large", "layernorm__skinny"])
+def test_committed_constants_reproduce_the_fit_scores(name):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import fit_perf_general as fit
+    from kernelrules.arch import load_arch
+
+    data = json.loads(FIT.read_text())
+    p = fit.load_problem(name, load_arch(data["sku"]))
+    got = fit.score(p, seconds(p["f"], FITTED[data["arch"]]))
+    want = data["all"][name]
+    assert got["top1"] == want["top1"] and got["top5"] == want["top5"]
+    assert got["spearman"] == pytest.approx(want["spearman"], abs=0.01)

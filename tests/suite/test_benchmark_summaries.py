@@ -1,0 +1,85 @@
+"""The arithmetic behind docs/performance.md's tune comparison, run on the recorded H200 results.
+
+benchmarks/h200_tune.py turns saved runs into "time to a config within 2 % of the best";
+these tests pin its helpers and check that the committed results give the figures the
+docs quote (so a change to the helpers that moves a published figure fails here).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results" / "h200_tune_2026-11-29"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("h200_tune", ROOT / "benchmarks" / "h200_tune.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _record(elapsed, status, ms, **config):
+    return {"elapsed_s": elapsed, "status": status, "ms": ms, "config": config}
+
+
+def test_time_to_within_uses_the_best_so_far(bench):
+    records = [_record(3.0, "slower", 1.10, a=1), _record(1.0, "better", 1.50, a=2), _record(5.0, "better", 1.01, a=3),
+               _record(2.0, "out_of_resources", None, a=4)]
+    assert bench.time_to_within(records, 1.0) == (5.0, 4)  # the fourth record in time order
+    assert bench.time_to_within(records, 0.5) == (None, None)
+
+
+def test_time_to_set_counts_only_timed_configs_of_the_set(bench):
+    good = {json.dumps({"a": 3}, sort_keys=True)}
+    records = [_record(2.0, "out_of_resources", None, a=3), _record(1.0, "slower", 2.0, a=1),
+               _record(4.0, "better", 1.0, a=3), _record(None, "duplicate", None, a=3)]
+    assert bench.time_to_set(records, good) == (4.0, 4, 2)
+    assert bench.time_to_set(records, set()) == (None, None, None)
+
+
+def test_inductor_style_filter_on_the_example_space(bench):
+    from kernelrules.space import load_space
+
+    space = ROOT / "examples" / "matmul.tune.yaml"
+    check = bench.inductor_filter(space, "h200")
+    configs = [c.to_dict() for c in load_space(space).configs()]
+    kept = [c for c in configs if check(c) is None]
+    assert len(configs) == 1875 and len(kept) == 1199
+    # Inductor's estimate: 3 stages x (128x64 + 64x256) x 2 bytes + 128 = 147584 <= 232448
+    assert check({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_stages": 3, "num_warps": 8}) is None
+    assert "accumulator" in check({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 1, "num_warps": 2})
+    assert "shared memory" in check({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "num_stages": 3, "num_warps": 8})
+
+
+def test_recorded_h200_results_give_the_published_figures(bench):
+    good, remeasured = bench.remeasured_set(RESULTS / "remeasure.json")
+    assert len(good) == 3 and round(remeasured["best_ms"], 4) == 0.2211
+    runs = [json.loads(f.read_text()) for f in RESULTS.glob("run-*.json")]
+    seconds = {(r["method"], r["repeat"]): bench.time_to_set(r["records"], good) for r in runs}
+    assert set(seconds) == {("kernelrules", 0), ("kernelrules", 1), ("tpe-raw", 0), ("random-raw", 0), ("inductor", 0)}
+    assert seconds["kernelrules", 0] == (19.243, seconds["kernelrules", 0][1], 1)
+    assert seconds["kernelrules", 1] == (24.059, seconds["kernelrules", 1][1], 1)  # seed 1, a later device call
+    assert seconds["tpe-raw", 0][0] == 146.535 and seconds["tpe-raw", 0][2] == 22
+    assert seconds["random-raw", 0] == (None, None, None) and seconds["inductor", 0] == (None, None, None)
+    assert round(seconds["tpe-raw", 0][0] / seconds["kernelrules", 0][0], 1) == 7.6
+    assert round(seconds["tpe-raw", 0][0] / seconds["kernelrules", 1][0], 1) == 6.1
+
+
+def test_recorded_results_hold_no_machine_paths(bench, tmp_path):
+    """Results committed from the GPU machine name the repo's files relatively and the study by --out."""
+    import re
+
+    absolute = re.compile(r'"(?:sqlite:///)?/(?:work|tmp|root|home)/')
+    for path in (ROOT / "benchmarks" / "results").rglob("*.json*"):
+        assert not absolute.search(path.read_text()), f"{path.name} holds a path of the machine it ran on"
+    summary = {"storage": f"sqlite:///{tmp_path.resolve()}/kernelrules-0/study.db",
+               "space_file": str(ROOT / "examples" / "matmul.tune.yaml")}
+    assert bench.portable(summary, tmp_path) == {"storage": "sqlite:///OUT/kernelrules-0/study.db",
+                                                 "space_file": "examples/matmul.tune.yaml"}
