@@ -82,7 +82,7 @@ class _Scope:
             if is_constant_expr(value, self.constants, set(self.aliases)):
                 self.constants.add(name)
             return
-        for name in ps._bound_by(statement):
+        for name in ps.bound_by(statement):
             self._forget(name)
 
     def _forget(self, name: str) -> None:
@@ -111,10 +111,10 @@ def walk(body: Sequence[ast.stmt], path: Path | None = None) -> Walked:
 def _walk(body: Sequence[ast.stmt], scope: _Scope | None, notes: tuple[str, ...]) -> Walked:
     prefix = "" if scope is None else f"{scope.path.name} "
     for node in body:
-        if isinstance(node, ast.If) and ps._reads_environment(node.test):
+        if isinstance(node, ast.If) and ps.reads_environment(node.test):
             try:
-                taken = bool(ps._decide(node.test))
-            except ps._Undecided:
+                taken = bool(ps.decide(node.test))
+            except ps.Undecided:
                 if scope is not None:
                     yield from _choose(node, scope, notes)
                 continue
@@ -222,7 +222,7 @@ def _named(statement: ast.stmt, note: str) -> tuple[Choice, ...]:
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         names = [a.asname or a.name.split(".", 1)[0] for a in statement.names]
     else:
-        names = ps._bound_by(statement)
+        names = ps.bound_by(statement)
     return (Choice(", ".join(f"`{n}`" for n in names) + f": {note}" if names else note),)
 
 
@@ -253,7 +253,7 @@ def _resolves(statement: ast.stmt, scope: _Scope) -> dict[str, bool]:
         ok = is_constant_expr(value, scope.constants, set(scope.aliases)) and all(
             triton_object(n, scope.aliases.get)[0] is not False for n in ast.walk(value) if isinstance(n, ast.Attribute))
         return {target[0]: ok}
-    return {name: False for name in ps._bound_by(statement)}
+    return {name: False for name in ps.bound_by(statement)}
 
 
 def _import_resolves(statement: ast.stmt, alias: ast.alias, scope: _Scope) -> bool:
@@ -271,4 +271,4 @@ def _import_resolves(statement: ast.stmt, alias: ast.alias, scope: _Scope) -> bo
     inner = ps.file_names(found)
     if alias.name in inner.defined or alias.name in inner.imports:
         return isinstance(ps.resolve(found, alias.name, scope.roots), ps.Target)
-    return found.name == "__init__.py" and ps._module_path(found.parent, [alias.name]) is not None
+    return found.name == "__init__.py" and ps.module_path(found.parent, [alias.name]) is not None

@@ -74,7 +74,7 @@ def search_roots(path: Path, src: Sequence[str | os.PathLike[str]] = ()) -> tupl
     return tuple(roots)
 
 
-def _module_path(base: Path, parts: Sequence[str]) -> Path | None:
+def module_path(base: Path, parts: Sequence[str]) -> Path | None:
     """``base/a/b.py`` or ``base/a/b/__init__.py`` for ``parts`` ``[a, b]`` (``base/__init__.py`` for none)."""
     target = base.joinpath(*parts)
     if parts and target.with_suffix(".py").is_file():
@@ -91,11 +91,11 @@ def module_file(path: Path, module: str | None, level: int, roots: Sequence[Path
         base = Path(path).resolve().parent
         for _ in range(level - 1):
             base = base.parent
-        return _module_path(base, parts)
+        return module_path(base, parts)
     if not parts:
         return None
     for root in roots:
-        found = _module_path(root, parts)
+        found = module_path(root, parts)
         if found is not None:
             return found
     return None
@@ -104,7 +104,7 @@ def module_file(path: Path, module: str | None, level: int, roots: Sequence[Path
 # --------------------------------------------------------------------------- statements
 
 
-def _env_value(node: ast.expr) -> tuple[bool, Any]:
+def env_value(node: ast.expr) -> tuple[bool, Any]:
     """``(True, value)`` for an environment read with the variable unset, else ``(False, None)``."""
     if isinstance(node, ast.Call):
         name = ast.unparse(node.func)
@@ -113,13 +113,13 @@ def _env_value(node: ast.expr) -> tuple[bool, Any]:
     return False, None
 
 
-class _Undecided(Exception):
+class Undecided(Exception):
     """A test that cannot be decided statically."""
 
 
-def _decide(node: ast.expr) -> Any:
+def decide(node: ast.expr) -> Any:
     """The value of a module-level ``if`` test with every environment variable unset."""
-    is_env, value = _env_value(node)
+    is_env, value = env_value(node)
     if is_env:
         return value
     if isinstance(node, ast.Constant):
@@ -129,15 +129,15 @@ def _decide(node: ast.expr) -> Any:
     if isinstance(node, ast.Attribute) and ast.unparse(node) == "typing.TYPE_CHECKING":
         return False
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return not _decide(node.operand)
+        return not decide(node.operand)
     if isinstance(node, ast.BoolOp):
-        values = [_decide(v) for v in node.values]
+        values = [decide(v) for v in node.values]
         return all(values) if isinstance(node.op, ast.And) else any(values)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         right = node.comparators[0]
         if isinstance(node.ops[0], (ast.In, ast.NotIn)) and ast.unparse(right) in ("os.environ", "environ"):
             return isinstance(node.ops[0], ast.NotIn)
-        left, other = _decide(node.left), _decide(right)
+        left, other = decide(node.left), decide(right)
         op = node.ops[0]
         table = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
                  ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
@@ -145,23 +145,23 @@ def _decide(node: ast.expr) -> Any:
             try:
                 return table[type(op)](left, other)
             except TypeError:
-                raise _Undecided from None
+                raise Undecided from None
     if isinstance(node, (ast.Tuple, ast.List)):
-        return tuple(_decide(e) for e in node.elts)
+        return tuple(decide(e) for e in node.elts)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "bool", "str") \
             and len(node.args) == 1:
         try:
-            return {"int": int, "bool": bool, "str": str}[node.func.id](_decide(node.args[0]))
+            return {"int": int, "bool": bool, "str": str}[node.func.id](decide(node.args[0]))
         except (TypeError, ValueError):
-            raise _Undecided from None
+            raise Undecided from None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("lower", "upper", "strip"):
-        inner = _decide(node.func.value)
+        inner = decide(node.func.value)
         if isinstance(inner, str):
             return getattr(inner, node.func.attr)()
-    raise _Undecided
+    raise Undecided
 
 
-def _reads_environment(node: ast.expr) -> bool:
+def reads_environment(node: ast.expr) -> bool:
     """Whether an ``if`` test mentions ``os.environ`` / ``getenv`` / ``TYPE_CHECKING``."""
     text = ast.unparse(node)
     return "environ" in text or "getenv" in text or "TYPE_CHECKING" in text
@@ -206,7 +206,7 @@ _NAMES: dict[tuple[str, int, int], _Names] = {}
 _READING: set[str] = set()
 
 
-def _bound_by(node: ast.stmt) -> list[str]:
+def bound_by(node: ast.stmt) -> list[str]:
     """Names a definition binds (``def``, ``class``, ``NAME = ...``, ``A = B = ...``)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [node.name]
@@ -250,11 +250,11 @@ def _read_names(tree: ast.Module, path: Path, names: _Names) -> None:
 
     names.uncertain = handler_bindings(tree.body)
     for node in tree.body:
-        if isinstance(node, ast.If) and not _reads_environment(node.test):
+        if isinstance(node, ast.If) and not reads_environment(node.test):
             where = f"line {node.lineno}: `if {ast.unparse(node.test)}`"
             for inner in ast.walk(node):
                 if isinstance(inner, (ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)):
-                    for name in _bound_by(inner):
+                    for name in bound_by(inner):
                         names.conditional.setdefault(name, where)
                 elif isinstance(inner, (ast.Import, ast.ImportFrom)):
                     for alias in inner.names:
@@ -268,7 +268,7 @@ def _read_names(tree: ast.Module, path: Path, names: _Names) -> None:
                     names.defined.pop(local, None)
                     names.notes[local] = notes
             continue
-        for name in _bound_by(statement):
+        for name in bound_by(statement):
             names.defined[name] = statement
             names.imports.pop(name, None)
             names.notes[name] = notes
@@ -283,7 +283,7 @@ def handler_bindings(body: Sequence[ast.stmt]) -> set[str]:
                 for handler in inner.handlers:
                     for bound in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
                         if isinstance(bound, ast.stmt):
-                            found.update(_bound_by(bound))
+                            found.update(bound_by(bound))
     return found
 
 
@@ -333,7 +333,7 @@ def _resolve(path: Path, name: str, roots: Sequence[Path], _depth: int) -> Targe
     if alias.name in inner.defined or alias.name in inner.imports:
         return resolve(found, alias.name, roots, _depth + 1)
     if found.name == "__init__.py":  # ``from pkg import submodule``
-        sub = _module_path(found.parent, [alias.name])
+        sub = module_path(found.parent, [alias.name])
         if sub is not None:
             return Target(sub, None)
     return Miss(name, f"`{name}` (from {where} import {alias.name}) is not defined in {found.name} "
@@ -346,7 +346,7 @@ def resolve_attribute(module: Path, attr: str, roots: Sequence[Path]) -> Target 
     if attr in names.defined or attr in names.imports:
         return resolve(module, attr, roots)
     if Path(module).name == "__init__.py":
-        sub = _module_path(Path(module).parent, [attr])
+        sub = module_path(Path(module).parent, [attr])
         if sub is not None:
             return Target(sub, None)
     return Miss(attr, f"`{attr}` is not defined in {Path(module).name}; {FIX_HINT}", undefined=True)

@@ -73,7 +73,7 @@ _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt:
 def evaluate(node: ast.expr, ctx: Context) -> Any:
     """The value of a module-level expression on the installed Triton with the environment unset,
     or :data:`UNKNOWN`. Other globals are followed into their definitions (also across files)."""
-    is_env, env = ps._env_value(node)
+    is_env, env = ps.env_value(node)
     if is_env:
         return env
     if isinstance(node, ast.Constant):
