@@ -31,6 +31,7 @@ from typing import Iterator, Sequence
 
 from . import pkgsource as ps
 from .pkgvalues import UNKNOWN, Context, evaluate, is_flag_name, short
+from .pyast import assignment_target, is_constant_expr, is_jit
 from ..triton_installed import CHECKED_ROOTS, Binding, import_binding, provides, triton_object, triton_version
 
 
@@ -61,9 +62,7 @@ class _Scope:
         return Context(self.path, self.roots, self.aliases.get, self.values.get, self.imports.get)
 
     def see(self, statement: ast.stmt) -> None:
-        """Record what ``statement`` binds (as :func:`kernelrules.discover.kernelsource.reduce_module` reads it)."""
-        from .kernelsource import assignment_target, is_constant_expr
-
+        """Record what ``statement`` binds (as :func:`kernelrules.discover.kernelreduce.reduce_module` reads it)."""
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for alias in statement.names:
                 local = alias.asname or alias.name.split(".", 1)[0]
@@ -240,8 +239,6 @@ def _only(statement: ast.stmt, names: list[str]) -> ast.stmt:
 
 def _resolves(statement: ast.stmt, scope: _Scope) -> dict[str, bool]:
     """For each name ``statement`` binds: whether kernelrules can give it its value."""
-    from .kernelsource import assignment_target, is_constant_expr, is_jit
-
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         return {alias.asname or alias.name.split(".", 1)[0]: _import_resolves(statement, alias, scope)
                 for alias in statement.names if alias.name != "*"}

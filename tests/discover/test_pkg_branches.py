@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelrules.discover.kernelsource import hash_reduced, kernel_source_hash, load_kernel, reduce_module
+from kernelrules.discover.kernelreduce import reduce_module
+from kernelrules.discover.kernelsource import hash_reduced, kernel_source_hash, load_kernel
 from kernelrules.discover.pkgbranches import walk
 from kernelrules.discover.pkgvalues import is_flag_name
 
