@@ -122,13 +122,6 @@ def cycle_through(start: str, edges: dict[str, set[str]], within: set[str]) -> l
     raise AssertionError(f"{start} is in no cycle")
 
 
-#: Cycles this step leaves to a later one (the discovery modules around kernelsource): the
-#: test fails when one grows, when a new one appears, and when a listed one is gone.
-KNOWN_CYCLES = [
-    {"kernelrules.discover.pkgsource", "kernelrules.discover.pkgbranches", "kernelrules.discover.pkgvalues"},
-]
-
-
 def test_cycles_are_found_and_reported_as_a_path():
     edges = {"a": {"b"}, "b": {"c", "e"}, "c": {"a", "d"}, "d": set(), "e": {"b"}, "x": {"x"}}
     assert sorted(map(sorted, strongly_connected(edges))) == [["a", "b", "c", "e"]]
@@ -138,11 +131,8 @@ def test_cycles_are_found_and_reported_as_a_path():
 
 def test_no_import_cycles():
     edges = module_edges()
-    found = strongly_connected(edges)
-    new = [" -> ".join(cycle_through(min(c), edges, c)) for c in found if c not in KNOWN_CYCLES]
-    assert not new, f"import cycles (function-level imports included): {new}"
-    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
-    assert not gone, f"cycles no longer there, or changed: update KNOWN_CYCLES: {gone}"
+    found = [" -> ".join(cycle_through(min(c), edges, c)) for c in strongly_connected(edges)]
+    assert not found, f"import cycles (function-level imports included): {found}"
 
 
 def _is_private(attr: str) -> bool:

@@ -23,7 +23,8 @@ from ..errors import KernelSourceError
 from .kernelreduce import Reduced, read_kernel_source, reduce_module
 from .pkgbranches import Choice
 from .pkgvalues import flag_value
-from .pkgsource import FIX_HINT, Miss, Target, attribute_chains, file_names, resolve, resolve_attribute, search_roots
+from .pkgfiles import FIX_HINT, Miss, Target, search_roots
+from .pkgsource import READER, attribute_chains, file_names, resolve, resolve_attribute
 from .pyast import BUILTIN_NAMES, global_loads, source_segment
 
 @dataclass
@@ -120,7 +121,7 @@ def _add(deps: Dependencies, stack: list, target: Target | Miss, ref: str, roots
         stack.append((target.path, target.name))
     elif target.name in reduced.constants:
         deps.constants.add((target.path, target.name))
-    elif target.name is not None and (flag := flag_value(target.path, target.name, roots)) is not None:
+    elif target.name is not None and (flag := flag_value(target.path, target.name, roots, READER)) is not None:
         deps.flags[(target.path, target.name)] = flag.value
         _note(deps, [flag.note])
         if flag.guessed:

@@ -16,8 +16,9 @@ parses the file with :mod:`ast` and keeps the parts a kernel can depend on:
   decorators are, ``OTHER = NAME`` where the file wraps it under another name. The
   JITFunction is then the one an import makes: same ``def``, source, first line and globals.
 
-That reduced module (read by :mod:`kernelrules.discover.kernelreduce`) is compiled with the file's own name and line numbers and run in
-a fresh module object registered in :data:`sys.modules` under a synthetic name, so
+That reduced module (read by :mod:`kernelrules.discover.kernelreduce`) is compiled with the
+file's own name and line numbers and run in a fresh module object registered in
+:data:`sys.modules` under a synthetic name, so
 ``inspect.getsource`` (which Triton's ``JITFunction`` calls) reads the real file and
 compiler errors point at the real lines. A stripped first decorator leaves an identity
 decorator in its place, so the function's first line (``co_firstlineno``, Triton's
@@ -53,6 +54,9 @@ from .consent import refusal, runs_user_code, user_code_allowed
 from ..errors import KernelSourceError
 from .kerneldeps import kernel_dependencies, source_hash
 from .kernelreduce import Reduced, read_kernel_source, reduce_module
+from .pkgfiles import Target, search_roots
+from .pkgsource import READER, attribute_chains, resolve, resolve_attribute
+from .pkgvalues import flag_value
 from .pyast import (BUILTIN_NAMES, HELPER_DECORATORS, JIT_DECORATORS, assignment_target, decorator_name, global_loads,
                     is_constant_expr, source_segment)
 
@@ -360,9 +364,6 @@ def _bind_imports(module: types.ModuleType, reduced: Reduced, path: Path, src: t
     Names that cannot be resolved stay unbound: compiling a kernel that reads one fails
     with Triton's "not defined" error, which lint turns into a needs-spec status.
     """
-    from .pkgvalues import flag_value
-    from .pkgsource import Target, attribute_chains, resolve, resolve_attribute, search_roots
-
     roots = search_roots(path, src)
     wanted: dict[str, list[ast.FunctionDef]] = {}
     for func_name, func in reduced.functions.items():
@@ -390,7 +391,7 @@ def _bind_imports(module: types.ModuleType, reduced: Reduced, path: Path, src: t
         found = None if other is None else other.module if target.name is None else \
             getattr(other.module, target.name, None)
         if found is None and target.name is not None:  # a flag computed at import time: decided or guessed
-            flag = flag_value(target.path, target.name, roots)
+            flag = flag_value(target.path, target.name, roots, READER)
             found = None if flag is None else flag.bound()
         return found
 
