@@ -48,7 +48,7 @@ def our_limit(results: Sequence[tuple[Any, Sequence[Any]]], misses: Mapping[str,
     """Why kernelrules could not build ``kernel`` (one line with the fix), or None when the failures are real.
 
     ``misses`` are the names kernelrules could not resolve statically
-    (:class:`kernelrules.discover.pkgsource.Miss` by name). A "not defined" error on one of them
+    (:class:`kernelrules.discover.pkgfiles.Miss` by name). A "not defined" error on one of them
     is ours unless the name is defined nowhere (then Triton's JIT fails on it too); a
     kernel that could not be loaded at all (``spec_error``) is ours; one whose module
     imports what the installed Triton lacks gets the reason that starts with
@@ -56,7 +56,7 @@ def our_limit(results: Sequence[tuple[Any, Sequence[Any]]], misses: Mapping[str,
     that reads a flag kernelrules guessed (a ``Miss`` with ``guessed``) is ours too.
     """
     from ..triton_installed import NEEDS_OTHER_TRITON
-    from ..discover.pkgsource import FIX_HINT
+    from ..discover.pkgfiles import FIX_HINT
 
     for facts in failed_facts(results):
         message = str(facts.get("compile_message", ""))

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..bounds import MAX_SEQUENCE, TooLarge, check_binop
 from ..config import KernelConfig
-from .kernelsource import dotted_name
+from .pyast import dotted_name
 from ..expr.pyops import BINARY, COMPARE, UNARY, cdiv, compare_chain, conditional, make_slice, next_power_of_2, subset
 
 #: Interpreter steps (nodes evaluated) before giving up; real config lists need a few thousand.

@@ -13,7 +13,6 @@ name, what could not be resolved and how to fix it, and the choices made on the 
 from __future__ import annotations
 
 import ast
-import builtins
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -21,13 +20,12 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..errors import KernelSourceError
+from .kernelreduce import Reduced, read_kernel_source, reduce_module
 from .pkgbranches import Choice
 from .pkgvalues import flag_value
-from .pkgsource import FIX_HINT, Miss, Target, attribute_chains, file_names, resolve, resolve_attribute, search_roots
-
-#: Names every module reads without binding or importing them: Python's builtins.
-BUILTIN_NAMES = frozenset(dir(builtins))
-
+from .pkgfiles import FIX_HINT, Miss, Target, search_roots
+from .pkgsource import READER, attribute_chains, file_names, resolve, resolve_attribute
+from .pyast import BUILTIN_NAMES, global_loads, source_segment
 
 @dataclass
 class Dependencies:
@@ -47,13 +45,11 @@ class Dependencies:
         return any(p != self.path for p, _ in self.functions) or any(p != self.path for p, _ in self.constants)
 
 
-_REDUCED: dict[tuple[str, int, int], object] = {}
+_REDUCED: dict[tuple[str, int, int], Reduced] = {}
 
 
-def reduced_file(path: Path):  # -> kernelsource._Reduced
-    """The reduced module of ``path`` (see :func:`kernelrules.discover.kernelsource.reduce_module`), once per version."""
-    from .kernelsource import read_kernel_source, reduce_module
-
+def reduced_file(path: Path) -> Reduced:
+    """The reduced module of ``path`` (see :func:`kernelrules.discover.kernelreduce.reduce_module`), once per version."""
     path = Path(path).resolve()
     stat = path.stat()
     key = (str(path), stat.st_mtime_ns, stat.st_size)
@@ -93,7 +89,7 @@ def kernel_dependencies(path: str | os.PathLike[str], name: str, src: Sequence[s
         deps.functions.append((where, fname))
         reduced = reduced_file(where)
         func = reduced.functions[fname]
-        for ref in sorted(_global_loads(func)):
+        for ref in sorted(global_loads(func)):
             if ref in reduced.functions or ref in reduced.constants or ref in reduced.import_aliases:
                 _note(deps, file_names(where).notes.get(ref, ()))  # a branch taken to bind it
             if ref in reduced.functions:
@@ -125,7 +121,7 @@ def _add(deps: Dependencies, stack: list, target: Target | Miss, ref: str, roots
         stack.append((target.path, target.name))
     elif target.name in reduced.constants:
         deps.constants.add((target.path, target.name))
-    elif target.name is not None and (flag := flag_value(target.path, target.name, roots)) is not None:
+    elif target.name is not None and (flag := flag_value(target.path, target.name, roots, READER)) is not None:
         deps.flags[(target.path, target.name)] = flag.value
         _note(deps, [flag.note])
         if flag.guessed:
@@ -136,12 +132,6 @@ def _add(deps: Dependencies, stack: list, target: Target | Miss, ref: str, roots
                  f"literal constant, and kernelrules does not run module code; {FIX_HINT}"))
 
 
-def _global_loads(func: ast.FunctionDef) -> set[str]:
-    from .kernelsource import global_loads as loads
-
-    return loads(func)
-
-
 def source_hash(deps: Dependencies) -> str:
     """sha256 over the kernel, its jit callees and their constants, each with its line.
 
@@ -149,8 +139,6 @@ def source_hash(deps: Dependencies) -> str:
     other files were followed (so such kernels keep their cache keys); items of other
     files follow, labelled with their path.
     """
-    from .kernelsource import source_segment
-
     digest = hashlib.sha256()
     local = [n for p, n in deps.functions if p == deps.path]
     items = [("fn", deps.path, n) for n in [local[0], *sorted(local[1:])]]

@@ -30,7 +30,7 @@ from typing import Any, Iterator, Sequence
 
 from .autotune_eval import ConfigEvaluator, ConfigSite, ModuleScope, Unsupported
 from .discover_calls import find_jit_calls
-from .kernelsource import dotted_name, global_loads
+from .pyast import dotted_name, global_loads
 from .pysource import read_python
 
 #: Directory names never descended into.

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from . import pkgsource as ps
-from .pkgvalues import UNKNOWN, Context, evaluate, is_flag_name, short
+from .pkgfiles import (Target, Undecided, bound_by, decide, handler_bindings, module_file, module_path, reads_environment,
+                       search_roots)
+from .pkgvalues import UNKNOWN, Context, Reader, evaluate, is_flag_name, short
+from .pyast import assignment_target, is_constant_expr, is_jit
 from ..triton_installed import CHECKED_ROOTS, Binding, import_binding, provides, triton_object, triton_version
 
 
@@ -48,22 +50,21 @@ class _Scope:
 
     path: Path
     roots: tuple[Path, ...]
+    reader: Reader
     aliases: dict[str, Binding] = field(default_factory=dict)
     constants: set[str] = field(default_factory=set)
     values: dict[str, ast.expr] = field(default_factory=dict)
     imports: dict[str, ast.stmt] = field(default_factory=dict)
 
     def copy(self) -> "_Scope":
-        return _Scope(self.path, self.roots, dict(self.aliases), set(self.constants), dict(self.values),
+        return _Scope(self.path, self.roots, self.reader, dict(self.aliases), set(self.constants), dict(self.values),
                       dict(self.imports))
 
     def context(self) -> Context:
-        return Context(self.path, self.roots, self.aliases.get, self.values.get, self.imports.get)
+        return Context(self.path, self.roots, self.aliases.get, self.values.get, self.imports.get, self.reader)
 
     def see(self, statement: ast.stmt) -> None:
-        """Record what ``statement`` binds (as :func:`kernelrules.discover.kernelsource.reduce_module` reads it)."""
-        from .kernelsource import assignment_target, is_constant_expr
-
+        """Record what ``statement`` binds (as :func:`kernelrules.discover.kernelreduce.reduce_module` reads it)."""
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for alias in statement.names:
                 local = alias.asname or alias.name.split(".", 1)[0]
@@ -82,7 +83,7 @@ class _Scope:
             if is_constant_expr(value, self.constants, set(self.aliases)):
                 self.constants.add(name)
             return
-        for name in ps._bound_by(statement):
+        for name in bound_by(statement):
             self._forget(name)
 
     def _forget(self, name: str) -> None:
@@ -95,26 +96,29 @@ class _Scope:
 Walked = Iterator[tuple[ast.stmt, tuple[str, ...]]]
 
 
-def walk(body: Sequence[ast.stmt], path: Path | None = None) -> Walked:
+def walk(body: Sequence[ast.stmt], path: Path | None = None, reader: Reader | None = None) -> Walked:
     """Module-level statements as a default import runs them, each with the notes of the choices
     that led to it.
 
     An ``if`` on the environment contributes the branch taken with the variables unset. Other
     ``if`` statements are, with ``path``, decided on the installed Triton or their branches chosen
     per name (module docstring); without ``path`` they are yielded whole (not descended into).
-    A ``try`` contributes its body.
+    A ``try`` contributes its body. ``reader`` (needed with ``path``) reads the other files of the
+    package that choosing a branch looks into (:data:`kernelrules.discover.pkgsource.READER`).
     """
-    scope = None if path is None else _Scope(Path(path).resolve(), ps.search_roots(Path(path)))
+    if path is not None and reader is None:
+        raise TypeError("walk: a path needs a reader (kernelrules.discover.pkgsource.READER)")
+    scope = None if path is None else _Scope(Path(path).resolve(), search_roots(Path(path)), reader)
     yield from _walk(body, scope, ())
 
 
 def _walk(body: Sequence[ast.stmt], scope: _Scope | None, notes: tuple[str, ...]) -> Walked:
     prefix = "" if scope is None else f"{scope.path.name} "
     for node in body:
-        if isinstance(node, ast.If) and ps._reads_environment(node.test):
+        if isinstance(node, ast.If) and reads_environment(node.test):
             try:
-                taken = bool(ps._decide(node.test))
-            except ps._Undecided:
+                taken = bool(decide(node.test))
+            except Undecided:
                 if scope is not None:
                     yield from _choose(node, scope, notes)
                 continue
@@ -123,7 +127,7 @@ def _walk(body: Sequence[ast.stmt], scope: _Scope | None, notes: tuple[str, ...]
             yield from _walk(node.body if taken else node.orelse, scope, notes + (note,))
         elif isinstance(node, ast.Try):
             yield from _walk(node.body, scope, notes)
-            for name in ps.handler_bindings([node]) if scope is not None else ():
+            for name in handler_bindings([node]) if scope is not None else ():
                 scope.values.pop(name, None)  # the value depends on what fails: not decided from the body
         elif isinstance(node, ast.If) and scope is not None:
             yield from _choose(node, scope, notes)
@@ -222,7 +226,7 @@ def _named(statement: ast.stmt, note: str) -> tuple[Choice, ...]:
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         names = [a.asname or a.name.split(".", 1)[0] for a in statement.names]
     else:
-        names = ps._bound_by(statement)
+        names = bound_by(statement)
     return (Choice(", ".join(f"`{n}`" for n in names) + f": {note}" if names else note),)
 
 
@@ -240,8 +244,6 @@ def _only(statement: ast.stmt, names: list[str]) -> ast.stmt:
 
 def _resolves(statement: ast.stmt, scope: _Scope) -> dict[str, bool]:
     """For each name ``statement`` binds: whether kernelrules can give it its value."""
-    from .kernelsource import assignment_target, is_constant_expr, is_jit
-
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         return {alias.asname or alias.name.split(".", 1)[0]: _import_resolves(statement, alias, scope)
                 for alias in statement.names if alias.name != "*"}
@@ -253,7 +255,7 @@ def _resolves(statement: ast.stmt, scope: _Scope) -> dict[str, bool]:
         ok = is_constant_expr(value, scope.constants, set(scope.aliases)) and all(
             triton_object(n, scope.aliases.get)[0] is not False for n in ast.walk(value) if isinstance(n, ast.Attribute))
         return {target[0]: ok}
-    return {name: False for name in ps._bound_by(statement)}
+    return {name: False for name in bound_by(statement)}
 
 
 def _import_resolves(statement: ast.stmt, alias: ast.alias, scope: _Scope) -> bool:
@@ -261,14 +263,14 @@ def _import_resolves(statement: ast.stmt, alias: ast.alias, scope: _Scope) -> bo
     if isinstance(statement, ast.Import):
         if alias.name.split(".", 1)[0] in CHECKED_ROOTS:
             return provides(alias.name)
-        return ps.module_file(scope.path, alias.name, 0, scope.roots) is not None
+        return module_file(scope.path, alias.name, 0, scope.roots) is not None
     assert isinstance(statement, ast.ImportFrom)
     if statement.level == 0 and (statement.module or "").split(".", 1)[0] in CHECKED_ROOTS:
         return provides(statement.module, alias.name)
-    found = ps.module_file(scope.path, statement.module, statement.level, scope.roots)
+    found = module_file(scope.path, statement.module, statement.level, scope.roots)
     if found is None:
         return False
-    inner = ps.file_names(found)
+    inner = scope.reader.names(found)
     if alias.name in inner.defined or alias.name in inner.imports:
-        return isinstance(ps.resolve(found, alias.name, scope.roots), ps.Target)
-    return found.name == "__init__.py" and ps._module_path(found.parent, [alias.name]) is not None
+        return isinstance(scope.reader.resolve(found, alias.name, scope.roots), Target)
+    return found.name == "__init__.py" and module_path(found.parent, [alias.name]) is not None

@@ -15,156 +15,28 @@ variable unset, as a default launch sees them, and the choice is recorded as a n
 read (the usual import fallbacks). Other ``if`` statements are decided on the installed
 Triton or have a branch chosen per name by :mod:`kernelrules.discover.pkgbranches`, which imports
 Triton's own modules to see what they provide; nothing here runs user code.
+
+The search roots, module files and statement helpers are :mod:`kernelrules.discover.pkgfiles`.
+Reading a file's names chooses its branches (:func:`kernelrules.discover.pkgbranches.walk`), and
+choosing a branch may read other files' names: the walk gets :data:`READER` (this module's
+:func:`file_names` and :func:`resolve`) as an argument, so that pkgbranches and pkgvalues need not
+import this module.
 """
 
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
+from .pkgbranches import walk
+from .pkgfiles import FIX_HINT, Miss, Target, bound_by, handler_bindings, module_file, module_path, reads_environment
+from .pkgvalues import Reader
 from .pysource import read_python
-
-#: Hint given with every name kernelrules cannot find.
-FIX_HINT = "pass --src DIR (the directory holding the package), use --import, or give the kernel a spec file"
-
-
-@dataclass(frozen=True)
-class Target:
-    """A resolved name: ``name`` defined in ``path``, or the module ``path`` itself when ``name`` is None."""
-
-    path: Path
-    name: str | None
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Miss:
-    """A name that could not be resolved, and why, in one line."""
-
-    name: str
-    reason: str
-    #: True when the name is simply not defined anywhere: Triton's JIT fails on it too.
-    undefined: bool = False
-    #: ``NAME=value`` when kernelrules bound the name to a guessed value instead (a flag computed at
-    #: import time, :func:`kernelrules.discover.pkgvalues.flag_value`): listed so that a kernel that compiles
-    #: with no config is reported as kernelrules' limit, not the user's error.
-    guessed: str | None = None
-
-
-# --------------------------------------------------------------------------- roots
-
-
-def package_root(path: Path) -> Path:
-    """The directory above the outermost package holding ``path`` (its own directory if none)."""
-    directory = Path(path).resolve().parent
-    while (directory / "__init__.py").is_file() and directory.parent != directory:
-        directory = directory.parent
-    return directory
-
-
-def search_roots(path: Path, src: Sequence[str | os.PathLike[str]] = ()) -> tuple[Path, ...]:
-    """Where absolute imports of ``path`` are looked up: its package root, then ``src``, without repeats."""
-    roots: list[Path] = []
-    for root in (package_root(path), *(Path(s).resolve() for s in src)):
-        if root not in roots:
-            roots.append(root)
-    return tuple(roots)
-
-
-def _module_path(base: Path, parts: Sequence[str]) -> Path | None:
-    """``base/a/b.py`` or ``base/a/b/__init__.py`` for ``parts`` ``[a, b]`` (``base/__init__.py`` for none)."""
-    target = base.joinpath(*parts)
-    if parts and target.with_suffix(".py").is_file():
-        return target.with_suffix(".py")
-    if (target / "__init__.py").is_file():
-        return target / "__init__.py"
-    return None
-
-
-def module_file(path: Path, module: str | None, level: int, roots: Sequence[Path]) -> Path | None:
-    """The file of ``module`` as imported from ``path`` (``level`` dots for a relative import)."""
-    parts = [p for p in (module or "").split(".") if p]
-    if level > 0:
-        base = Path(path).resolve().parent
-        for _ in range(level - 1):
-            base = base.parent
-        return _module_path(base, parts)
-    if not parts:
-        return None
-    for root in roots:
-        found = _module_path(root, parts)
-        if found is not None:
-            return found
-    return None
 
 
 # --------------------------------------------------------------------------- statements
-
-
-def _env_value(node: ast.expr) -> tuple[bool, Any]:
-    """``(True, value)`` for an environment read with the variable unset, else ``(False, None)``."""
-    if isinstance(node, ast.Call):
-        name = ast.unparse(node.func)
-        if name in ("os.environ.get", "environ.get", "os.getenv", "getenv"):
-            return True, (node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else None)
-    return False, None
-
-
-class _Undecided(Exception):
-    """A test that cannot be decided statically."""
-
-
-def _decide(node: ast.expr) -> Any:
-    """The value of a module-level ``if`` test with every environment variable unset."""
-    is_env, value = _env_value(node)
-    if is_env:
-        return value
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name) and node.id == "TYPE_CHECKING":
-        return False
-    if isinstance(node, ast.Attribute) and ast.unparse(node) == "typing.TYPE_CHECKING":
-        return False
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return not _decide(node.operand)
-    if isinstance(node, ast.BoolOp):
-        values = [_decide(v) for v in node.values]
-        return all(values) if isinstance(node.op, ast.And) else any(values)
-    if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        right = node.comparators[0]
-        if isinstance(node.ops[0], (ast.In, ast.NotIn)) and ast.unparse(right) in ("os.environ", "environ"):
-            return isinstance(node.ops[0], ast.NotIn)
-        left, other = _decide(node.left), _decide(right)
-        op = node.ops[0]
-        table = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-                 ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
-        if type(op) in table:
-            try:
-                return table[type(op)](left, other)
-            except TypeError:
-                raise _Undecided from None
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return tuple(_decide(e) for e in node.elts)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "bool", "str") \
-            and len(node.args) == 1:
-        try:
-            return {"int": int, "bool": bool, "str": str}[node.func.id](_decide(node.args[0]))
-        except (TypeError, ValueError):
-            raise _Undecided from None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("lower", "upper", "strip"):
-        inner = _decide(node.func.value)
-        if isinstance(inner, str):
-            return getattr(inner, node.func.attr)()
-    raise _Undecided
-
-
-def _reads_environment(node: ast.expr) -> bool:
-    """Whether an ``if`` test mentions ``os.environ`` / ``getenv`` / ``TYPE_CHECKING``."""
-    text = ast.unparse(node)
-    return "environ" in text or "getenv" in text or "TYPE_CHECKING" in text
 
 
 def module_statements(body: Sequence[ast.stmt], notes: list[str] | None = None,
@@ -176,9 +48,7 @@ def module_statements(body: Sequence[ast.stmt], notes: list[str] | None = None,
     the file's ``path``, decided or have their branches chosen per name
     (:func:`kernelrules.discover.pkgbranches.walk`); without it they are yielded whole.
     """
-    from .pkgbranches import walk
-
-    for statement, choices in walk(body, path):
+    for statement, choices in walk(body, path, READER):
         if notes is not None:
             notes.extend(n for n in choices if n not in notes)
         yield statement
@@ -204,14 +74,6 @@ class _Names:
 
 _NAMES: dict[tuple[str, int, int], _Names] = {}
 _READING: set[str] = set()
-
-
-def _bound_by(node: ast.stmt) -> list[str]:
-    """Names a definition binds (``def``, ``class``, ``NAME = ...``, ``A = B = ...``)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-    return [t.id for t in targets if isinstance(t, ast.Name)]
 
 
 def file_names(path: Path) -> _Names:
@@ -246,20 +108,18 @@ def file_names(path: Path) -> _Names:
 def _read_names(tree: ast.Module, path: Path, names: _Names) -> None:
     """Fill ``names`` with the module-level bindings of ``tree`` (the file ``path``), each with the
     choices that bound it, and the names bound under ``if`` statements kernelrules does not evaluate."""
-    from .pkgbranches import walk
-
     names.uncertain = handler_bindings(tree.body)
     for node in tree.body:
-        if isinstance(node, ast.If) and not _reads_environment(node.test):
+        if isinstance(node, ast.If) and not reads_environment(node.test):
             where = f"line {node.lineno}: `if {ast.unparse(node.test)}`"
             for inner in ast.walk(node):
                 if isinstance(inner, (ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)):
-                    for name in _bound_by(inner):
+                    for name in bound_by(inner):
                         names.conditional.setdefault(name, where)
                 elif isinstance(inner, (ast.Import, ast.ImportFrom)):
                     for alias in inner.names:
                         names.conditional.setdefault(alias.asname or alias.name.split(".", 1)[0], where)
-    for statement, notes in walk(tree.body, path):
+    for statement, notes in walk(tree.body, path, READER):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             for alias in statement.names:
                 if alias.name != "*":
@@ -268,23 +128,10 @@ def _read_names(tree: ast.Module, path: Path, names: _Names) -> None:
                     names.defined.pop(local, None)
                     names.notes[local] = notes
             continue
-        for name in _bound_by(statement):
+        for name in bound_by(statement):
             names.defined[name] = statement
             names.imports.pop(name, None)
             names.notes[name] = notes
-
-
-def handler_bindings(body: Sequence[ast.stmt]) -> set[str]:
-    """Names bound in the ``except`` handlers of the ``try`` statements of ``body`` (at any depth)."""
-    found: set[str] = set()
-    for node in body:
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Try):
-                for handler in inner.handlers:
-                    for bound in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
-                        if isinstance(bound, ast.stmt):
-                            found.update(_bound_by(bound))
-    return found
 
 
 def resolve(path: Path, name: str, roots: Sequence[Path], _depth: int = 0) -> Target | Miss:
@@ -333,7 +180,7 @@ def _resolve(path: Path, name: str, roots: Sequence[Path], _depth: int) -> Targe
     if alias.name in inner.defined or alias.name in inner.imports:
         return resolve(found, alias.name, roots, _depth + 1)
     if found.name == "__init__.py":  # ``from pkg import submodule``
-        sub = _module_path(found.parent, [alias.name])
+        sub = module_path(found.parent, [alias.name])
         if sub is not None:
             return Target(sub, None)
     return Miss(name, f"`{name}` (from {where} import {alias.name}) is not defined in {found.name} "
@@ -346,7 +193,7 @@ def resolve_attribute(module: Path, attr: str, roots: Sequence[Path]) -> Target 
     if attr in names.defined or attr in names.imports:
         return resolve(module, attr, roots)
     if Path(module).name == "__init__.py":
-        sub = _module_path(Path(module).parent, [attr])
+        sub = module_path(Path(module).parent, [attr])
         if sub is not None:
             return Target(sub, None)
     return Miss(attr, f"`{attr}` is not defined in {Path(module).name}; {FIX_HINT}", undefined=True)
@@ -376,3 +223,7 @@ def _shown(roots: Sequence[Path]) -> str:
         except ValueError:
             shown.append(str(root))
     return ", ".join(shown) or "no search root"
+
+
+#: How pkgbranches and pkgvalues read other files of the package while choosing a file's branches.
+READER = Reader(file_names, resolve)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import pkgsource as ps
+from .pkgfiles import Target, env_value, module_file
 from ..triton_installed import MISSING, Binding, attribute, import_binding, module, triton_object, triton_version
 
 #: Names that say a global is a boolean flag (after leading underscores, any case).
@@ -35,6 +35,21 @@ UNKNOWN = object()
 # --------------------------------------------------------------------------- deciding values
 
 
+@dataclass(frozen=True)
+class Reader:
+    """How the module-level names of another file of the package are read: ``names(path)`` gives what
+    the file binds (:func:`kernelrules.discover.pkgsource.file_names`), ``resolve(path, name, roots)``
+    where a name of it comes from (:func:`kernelrules.discover.pkgsource.resolve`).
+
+    Reading a file's names chooses its branches with this module's values
+    (:mod:`kernelrules.discover.pkgbranches`), so pkgsource passes its functions in
+    (:data:`kernelrules.discover.pkgsource.READER`) instead of this module importing it.
+    """
+
+    names: Callable[[Path], Any]
+    resolve: Callable[[Path, str, Sequence[Path]], Any]
+
+
 @dataclass
 class Context:
     """Where an expression is read: its file, the search roots and what its names are bound to."""
@@ -44,12 +59,14 @@ class Context:
     lookup: Callable[[str], Binding | None]
     assigned: Callable[[str], ast.expr | None]
     imported: Callable[[str], ast.stmt | None]
+    #: How other files of the package are read (globals imported from them are followed).
+    reader: Reader
     depth: int = 0
 
 
-def file_context(path: Path, roots: tuple[Path, ...], depth: int) -> Context:
+def file_context(path: Path, roots: tuple[Path, ...], depth: int, reader: Reader) -> Context:
     """The context of a module-level expression of another (already read) file."""
-    names = ps.file_names(path)
+    names = reader.names(path)
 
     def lookup(local: str) -> Binding | None:
         statement = names.imports.get(local)
@@ -61,7 +78,7 @@ def file_context(path: Path, roots: tuple[Path, ...], depth: int) -> Context:
         statement = names.defined.get(name)
         return statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None  # type: ignore[return-value]
 
-    return Context(path, roots, lookup, assigned, names.imports.get, depth)
+    return Context(path, roots, lookup, assigned, names.imports.get, reader, depth)
 
 
 _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
@@ -73,7 +90,7 @@ _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt:
 def evaluate(node: ast.expr, ctx: Context) -> Any:
     """The value of a module-level expression on the installed Triton with the environment unset,
     or :data:`UNKNOWN`. Other globals are followed into their definitions (also across files)."""
-    is_env, env = ps._env_value(node)
+    is_env, env = env_value(node)
     if is_env:
         return env
     if isinstance(node, ast.Constant):
@@ -128,11 +145,11 @@ def _name_value(name: str, ctx: Context) -> Any:
     if not isinstance(statement, ast.ImportFrom):
         return UNKNOWN
     alias = next(a for a in statement.names if (a.asname or a.name) == name)
-    found = ps.module_file(ctx.path, statement.module, statement.level, ctx.roots)
-    target = None if found is None else ps.resolve(found, alias.name, ctx.roots)
-    if not isinstance(target, ps.Target) or target.name is None:
+    found = module_file(ctx.path, statement.module, statement.level, ctx.roots)
+    target = None if found is None else ctx.reader.resolve(found, alias.name, ctx.roots)
+    if not isinstance(target, Target) or target.name is None:
         return UNKNOWN
-    other = file_context(target.path, ctx.roots, ctx.depth + 1)
+    other = file_context(target.path, ctx.roots, ctx.depth + 1, ctx.reader)
     defined = other.assigned(target.name)
     return UNKNOWN if defined is None else evaluate(defined, other)
 
@@ -161,15 +178,16 @@ class Flag:
         return _constexpr()(self.value) if self.constexpr and _constexpr() is not MISSING else self.value
 
 
-def flag_value(path: Path, name: str, roots: Sequence[Path]) -> Flag | None:
+def flag_value(path: Path, name: str, roots: Sequence[Path], reader: Reader) -> Flag | None:
     """The :class:`Flag` for global ``name`` of ``path`` computed at import time, when its name says it is
     a flag: its value on the installed Triton with the environment unset where that decides it
-    (``hasattr(triton.language, "gather")``), else ``False``, guessed. None for other globals."""
+    (``hasattr(triton.language, "gather")``), else ``False``, guessed. None for other globals.
+    ``reader``: how files of the package are read (:data:`kernelrules.discover.pkgsource.READER`)."""
     if not is_flag_name(name):
         return None
     path = Path(path).resolve()
-    ctx = file_context(path, tuple(roots), 0)
-    names = ps.file_names(path)
+    ctx = file_context(path, tuple(roots), 0, reader)
+    names = reader.names(path)
     statement = names.defined.get(name)
     if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
         return None

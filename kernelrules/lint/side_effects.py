@@ -49,7 +49,7 @@ from typing import Any, Mapping
 from ..specify.argflow import PointerFlow
 from ..discover.autotune_eval import ConfigEvaluator, Unsupported
 from ..discover.kernels import ParsedModule, cached_module, is_constexpr_annotation
-from ..discover.kernelsource import dotted_name
+from ..discover.pyast import dotted_name
 
 #: Atomics whose effect a second run with the same inputs repeats exactly (when their result is unused).
 _IDEMPOTENT = frozenset({"atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xchg"})

@@ -66,7 +66,8 @@ def compiled_stage_blocked(space: Any) -> list[str]:
     benchmark worker (which imports them) can run it.
     """
     from ..specify.inductor import inductor_kernel_info
-    from ..discover.kernelsource import hash_reduced, read_kernel_source, reduce_module
+    from ..discover.kernelreduce import read_kernel_source, reduce_module
+    from ..discover.kernelsource import hash_reduced
 
     try:
         if inductor_kernel_info(space.kernel_path, space.kernel_name) is None:

@@ -114,14 +114,14 @@ def test_spec_writes_the_skeleton_when_only_the_autotune_list_cannot_be_evaluate
 def test_source_lines_split_as_ast_does(text):
     import ast
 
-    from kernelrules.discover.kernelsource import _source_lines
+    from kernelrules.discover.pyast import _source_lines
 
     assert _source_lines(text) == ast._splitlines_no_ff(text)
 
 
 def test_source_lines_of_a_huge_line_are_fast():
     """Case python/lint/huge-line: a 900 kB string constant made lint take 14 s (ast._splitlines_no_ff)."""
-    from kernelrules.discover.kernelsource import _source_lines
+    from kernelrules.discover.pyast import _source_lines
 
     start = time.monotonic()
     assert len(_source_lines("S = '" + "x" * 900000 + "'\nT = 1\n")) == 2

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelrules.discover.kernelsource import hash_reduced, kernel_source_hash, load_kernel, reduce_module
+from kernelrules.discover.kernelreduce import reduce_module
+from kernelrules.discover.kernelsource import hash_reduced, kernel_source_hash, load_kernel
 from kernelrules.discover.pkgbranches import walk
+from kernelrules.discover.pkgsource import READER
 from kernelrules.discover.pkgvalues import is_flag_name
 
 triton = pytest.importorskip("triton")
@@ -194,7 +196,7 @@ def test_walk_takes_each_name_from_its_first_resolving_branch(tmp_path):
     source = ("import triton.language as tl\n"
               "if unknown():\n    A = compute()\n    B = 1\nelif other():\n    A = 2\n    B = 3\nelse:\n    A = 4\n")
     (tmp_path / "m.py").write_text(source)
-    walked = [(ast.unparse(s), notes) for s, notes in walk(ast.parse(source).body, tmp_path / "m.py")]
+    walked = [(ast.unparse(s), notes) for s, notes in walk(ast.parse(source).body, tmp_path / "m.py", READER)]
     assert [s for s, _ in walked] == ["import triton.language as tl", "B = 1", "A = 2"]
     assert walked[2][1] == ("`A`: took the branch at m.py:5 (`elif other()`), not evaluated",)
 

@@ -15,8 +15,10 @@ import pytest
 
 from kernelrules.specify.constexpr_guess import alternatives, condition_names, guess
 from kernelrules.discover.kerneldeps import kernel_dependencies
-from kernelrules.discover.kernelsource import hash_reduced, kernel_source_hash, reduce_module
-from kernelrules.discover.pkgsource import module_statements, package_root
+from kernelrules.discover.kernelreduce import reduce_module
+from kernelrules.discover.kernelsource import hash_reduced, kernel_source_hash
+from kernelrules.discover.pkgfiles import package_root
+from kernelrules.discover.pkgsource import module_statements
 from kernelrules.lint.settings import parse_table
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "pkg_helpers"
