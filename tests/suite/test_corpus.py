@@ -47,8 +47,8 @@ def corpus(tmp_path_factory):
     return dirs
 
 
-def _lint(run_cli, paths: list[Path]) -> dict:
-    proc = run_cli("lint", *map(str, paths), "--arch", "sm_89,sm_90", "--stage", "config", "--format", "json")
+def _lint(run_cli, paths: list[Path], archs: str = "sm_89,sm_90") -> dict:
+    proc = run_cli("lint", *map(str, paths), "--arch", archs, "--stage", "config", "--format", "json")
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
@@ -75,7 +75,8 @@ def test_torchao_kernels(corpus, run_cli):
 
 
 def test_liger_top_level_ops(corpus, run_cli):
-    report = _lint(run_cli, sorted((corpus["liger"] / "liger_kernel" / "ops").glob("*.py")))
+    # One architecture (over a minute for two on 2 cores); torchao's test above judges both.
+    report = _lint(run_cli, sorted((corpus["liger"] / "liger_kernel" / "ops").glob("*.py")), archs="sm_90")
     assert len(report["kernels"]) >= 60
     assert _share(report) >= MIN_ANALYZED_SHARE["liger"]
 
