@@ -7,8 +7,8 @@ internal errors (exit code 2, tracebacks, kernels in status ``error``, ``LNT004`
 files that parse) and against the analyzed share falling below what was measured; see
 docs/corpus-results.md for the numbers and what keeps the rest at needs-spec.
 
-The default run lints a documented subset (torchao's kernels and liger's top-level ops at
-the config stage, and a few torchao and liger files at the default compiled stage, where
+The default run lints a documented subset (torchao's kernels for sm_89 and sm_90 and liger's
+top-level ops for sm_90 at the config stage, and a few torchao and liger files at the default compiled stage, where
 no CMP001 may appear); ``-m slow`` lints everything. The six-package figure at the compiled stage
 comes from ``benchmarks/corpus_lint.py`` (too slow for CI: minutes per package).
 """

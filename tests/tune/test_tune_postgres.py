@@ -233,6 +233,7 @@ def test_two_concurrent_workers_never_time_the_same_config_twice(tmp_path, pg_ur
     assert_two_workers_settled(records, outputs, trials=16)
 
 
+@pytest.mark.slow  # the same resume on SQLite runs in CI (tests/tune/test_tune_storage.py)
 def test_a_killed_run_resumes_with_no_trial_lost(tmp_path, pg_url):
     command = _command(tmp_path, pg_url, "--trials", "10", "--sampler", "grid")
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(),
