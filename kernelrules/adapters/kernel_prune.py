@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 from ..config import AMD_OPTIONS, KernelConfig
 from ..errors import ConfigValueError, SignatureSpecError, UnknownArchError
 
-log = logging.getLogger("kernelrules.adapters.triton_autotune")
+log = logging.getLogger("kernelrules.triton")  # the logger name users configure; kept across the move
 
 _TORCH_DTYPES = {
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64", "int8": "i8", "int16": "i16",
