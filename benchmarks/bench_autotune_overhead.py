@@ -102,7 +102,7 @@ def build_tuner(mode: str, fn, listed: list):
         return kernelrules.autotune(listed, ["M", "N", "K"], perf_model=True, top_k=TOP_K)(fn)
     from kernelrules.adapters.triton_perf import triton_perf_model
     from kernelrules.adapters.precompile import precompile_before_timing
-    from kernelrules.adapters.triton_autotune import early_prune
+    from kernelrules.adapters.triton_prune import early_prune
 
     tuner = triton.autotune(configs=listed, key=["M", "N", "K"],
                             prune_configs_by={"early_config_prune": early_prune(fn), "top_k": TOP_K})(fn)

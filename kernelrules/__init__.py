@@ -42,7 +42,7 @@ _LAZY = {
     "prune": ("kernelrules.adapters.prune_api", "prune"),
     "KernelPruneResult": ("kernelrules.adapters.prune_api", "KernelPruneResult"),
     "autotune": ("kernelrules.adapters.triton_autotune", "autotune"),
-    "early_prune": ("kernelrules.adapters.triton_autotune", "early_prune"),
+    "early_prune": ("kernelrules.adapters.triton_prune", "early_prune"),
     "static_pick": ("kernelrules.adapters.static_pick", "static_pick"),
     "triton_perf_model": ("kernelrules.adapters.triton_perf", "triton_perf_model"),
     "RulesGate": ("kernelrules.adapters.optuna_helper", "RulesGate"),

@@ -7,8 +7,8 @@
     def matmul_kernel(...): ...
 
 is ``triton.autotune`` with kernelrules' early prune in ``prune_configs_by``
-(:mod:`kernelrules.adapters.triton_prune`; ``early_prune`` is re-exported here and works on its own
-in a plain ``triton.autotune``), kernelrules' perf model with ``perf_model=True``
+(:mod:`kernelrules.adapters.triton_prune`, whose ``early_prune`` also works on its own in a
+plain ``triton.autotune``), kernelrules' perf model with ``perf_model=True``
 (:mod:`kernelrules.adapters.triton_perf`), the precompile and the pinned table.
 
 ``kernelrules.autotune`` hands its early prune, its perf model and its precompile one
@@ -23,10 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from .autotune_context import AutotuneContext
-from .kernel_prune import launch_signature
-from .triton_prune import EarlyPrune, compose, early_prune
-
-__all__ = ["EarlyPrune", "autotune", "early_prune", "launch_signature"]
+from .triton_prune import compose, early_prune
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mapping[str, Any] | None = None, *,

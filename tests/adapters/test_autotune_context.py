@@ -16,7 +16,7 @@ from kernelrules.compile.compilejob import CompileJob
 from kernelrules.adapters.triton_perf import triton_perf_model
 from kernelrules.compile.pool import CompilePool
 from kernelrules.adapters.precompile import precompile_before_timing
-from kernelrules.adapters.triton_autotune import early_prune
+from kernelrules.adapters.triton_prune import early_prune
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples"))

@@ -1,4 +1,4 @@
-"""kernelrules.adapters.triton_autotune.early_prune: Triton's prune_configs_by hook, judged on the CPU."""
+"""kernelrules.adapters.triton_prune.early_prune: Triton's prune_configs_by hook, judged on the CPU."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import triton
 
-from kernelrules.adapters.triton_autotune import early_prune, launch_signature
+from kernelrules.adapters.kernel_prune import launch_signature
+from kernelrules.adapters.triton_prune import early_prune
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from matmul import matmul_kernel  # noqa: E402
