@@ -96,21 +96,10 @@ def test_an_incomplete_signature_says_what_is_missing_and_guesses_nothing(kernel
 def test_the_specify_step_sits_below_lint_and_check_config():
     """kernelspec imports neither lint, check-config nor the CLI; check-config reaches the specify
     step through it, not through lint (it imported three of lint's private helpers before)."""
-    import ast
+    from test_layering import GRAPH  # the import graph the layering contracts read (tests/ is on sys.path)
 
-    def imported(relative: str) -> set[str]:
-        """Absolute names of the kernelrules modules a module imports (``from ..lint import x`` resolved)."""
-        path = Path(__file__).resolve().parents[2] / "kernelrules" / f"{relative}.py"
-        package = ["kernelrules", *relative.split("/")[:-1]]
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
-                found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
-        return found
-
-    specify = imported("specify/kernelspec")
+    specify = GRAPH["kernelrules.specify.kernelspec"]
     assert not {m for m in specify if m.startswith(("kernelrules.lint", "kernelrules.cli"))}
-    check_config = imported("lint/check_kernel")
+    check_config = GRAPH["kernelrules.lint.check_kernel"]
     assert "kernelrules.specify.kernelspec" in check_config and "kernelrules.lint.linter" not in check_config
-    assert "kernelrules.specify.kernelspec" in imported("lint/linter")
+    assert "kernelrules.specify.kernelspec" in GRAPH["kernelrules.lint.linter"]
