@@ -22,6 +22,15 @@ to all three, keeps:
   compile. A phase that chooses other probes compiles them, so each phase's model, and
   every verdict and estimate, is exactly what it was when each phase learned alone.
 
+- **compile-first on a short list**: when the machine can compile every config of the
+  list at once (no more configs than the pool's workers: ``jobs``, else the CPU count)
+  for the GPU that launches, the early prune skips the probes and the resource model: it
+  compiles every config the rules pass straight into Triton's cache, in parallel, and
+  judges each on its compiled facts. One round of parallel compiles costs less than the
+  probes' two rounds followed by the precompile's, and the facts are exact. The context
+  keeps those facts (:meth:`remember_compiled`) so the perf model ranks on them and the
+  precompile does not compile the same configs again.
+
 The standalone APIs (``early_prune``, ``triton_perf_model``, ``precompile``) take a
 ``context`` (or a ``pool``) too; without one each keeps its own pool for the call, as
 before.
@@ -40,6 +49,10 @@ import threading
 from collections import OrderedDict
 from typing import Any, Iterator
 
+import dataclasses
+import json
+import os
+
 from ..compile.compilejob import CompileJob, CompileResult
 
 #: Probe results kept per context (two or three per architecture and launch signature).
@@ -47,6 +60,12 @@ MAX_PROBE_RESULTS = 64
 
 #: Seconds a context's compile workers may stay idle before they are stopped.
 IDLE_TIMEOUT = 60.0
+
+
+def config_key(config: Any) -> str:
+    """A Triton ``Config``'s values (its kwargs and launch options) as one canonical string."""
+    values = config.all_kwargs() if hasattr(config, "all_kwargs") else dict(config)
+    return json.dumps({k: v for k, v in values.items() if v is not None}, sort_keys=True, default=repr)
 
 
 class ProbeResults(OrderedDict):
@@ -70,6 +89,10 @@ class AutotuneContext:
                  idle_timeout: float | None = IDLE_TIMEOUT) -> None:
         self.jobs, self.timeout, self.idle_timeout = jobs, timeout, idle_timeout
         self.probe_results: ProbeResults = ProbeResults()
+        #: (architecture, config key) -> compiled facts of configs compiled into Triton's cache (compile-first).
+        self.compiled_facts: dict[tuple[str, str], dict[str, Any]] = {}
+        #: Compile jobs (without their time limit) already compiled into Triton's cache.
+        self.compiled_jobs: set[CompileJob] = set()
         self.pools_made = 0
         self._pool: Any = None
         self._lock = threading.RLock()
@@ -115,6 +138,26 @@ class AutotuneContext:
                 self._pool.close()
                 self._pool = None
                 self._idle_timer = None
+
+    @property
+    def max_workers(self) -> int:
+        """The most compile workers the context's pool may run at once."""
+        return max(1, self.jobs or os.cpu_count() or 1)
+
+    def compiles_all_at_once(self, count: int) -> bool:
+        """Whether ``count`` configs fit in one round of parallel compiles (compile-first)."""
+        return 0 < count <= self.max_workers
+
+    def remember_compiled(self, job: CompileJob, arch: str | None = None, key: str | None = None,
+                          facts: dict[str, Any] | None = None) -> None:
+        """Keep a job compiled into Triton's cache, and the compiled facts of its config when known."""
+        if arch is not None and key is not None and facts is not None:
+            self.compiled_facts[(arch, key)] = facts
+        self.compiled_jobs.add(dataclasses.replace(job, timeout=None))
+
+    def was_compiled(self, job: CompileJob) -> bool:
+        """Whether ``job`` (whatever its time limit) was compiled into Triton's cache already."""
+        return dataclasses.replace(job, timeout=None) in self.compiled_jobs
 
     @property
     def workers(self) -> int:

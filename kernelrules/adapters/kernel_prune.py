@@ -198,12 +198,14 @@ class KernelJudge:
     judge that lives across many calls (an Optuna study) probes the kernel once.
     ``pool`` and ``probe_results`` share a compile pool and probe compiles with other
     users (a tuner's :class:`~kernelrules.adapters.autotune_context.AutotuneContext`); the judge
-    then leaves the pool running when it closes.
+    then leaves the pool running when it closes. ``triton_cache_dir`` compiles into that
+    Triton cache (the JIT's, for a tuner that launches what it judged).
     """
 
     def __init__(self, kernel: Any, arch: Any, signature: Mapping[str, Any], fixed: Mapping[str, Any] | None = None,
                  *, heuristic_args: Mapping[str, Any] | None = None, compile: bool = False, jobs: int | None = None,
-                 timeout: float = 30.0, cache: Any = None, pool: Any = None, probe_results: Any = None) -> None:
+                 timeout: float = 30.0, cache: Any = None, pool: Any = None, probe_results: Any = None,
+                 triton_cache_dir: str | None = None) -> None:
         from ..compile.cache import ResultCache
         from ..judge.pipeline import ConfigJudge
         from ..compile.target import KernelTarget
@@ -216,8 +218,9 @@ class KernelJudge:
         self.heuristic_args = dict(heuristic_args if heuristic_args is not None else signature)
         self.compile = compile
         self.target = KernelTarget.for_jit_function(self.fn, signature, frozenset(self.fixed) | frozenset(self.heuristics))
+        self.timeout = timeout
         self.pruner = ConfigJudge(self.target, jobs=jobs, timeout=timeout, cache=cache or ResultCache(), pool=pool,
-                             probe_results=probe_results)
+                                  probe_results=probe_results, triton_cache_dir=triton_cache_dir)
         self.model: Any = None
 
     @property
@@ -255,10 +258,14 @@ class KernelJudge:
         if self.model is None:
             self.model = self.pruner.model_for(list(configs), self.arch)
 
-    def judge(self, configs: Sequence[KernelConfig], problem: Mapping[str, Any] | None = None) -> list:
-        """One :class:`~kernelrules.judge.pipeline.PruneRecord` per config, in order (repairs included)."""
+    def judge(self, configs: Sequence[KernelConfig], problem: Mapping[str, Any] | None = None, *,
+              probe: bool = True) -> list:
+        """One :class:`~kernelrules.judge.pipeline.PruneRecord` per config, in order (repairs included).
+
+        ``probe=False`` learns no resource model (a judge that compiles every config anyway
+        needs no prediction of what the compile will say)."""
         records, model = self.pruner.judge_arch(list(configs), self.arch, self.compile, dict(problem or {}),
-                                                model=self.model)
+                                                probe=probe, model=self.model)
         self.model = self.model or model
         return records
 

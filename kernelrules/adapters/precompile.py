@@ -52,8 +52,9 @@ def precompile(kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arc
     ``arch`` defaults to the current GPU (``$KERNELRULES_ARCH`` first), which is the
     target whose cache entries the JIT will look up. ``context``, an
     :class:`~kernelrules.adapters.autotune_context.AutotuneContext`, compiles in its pool (whose
-    workers may be running already, and stay); without it a pool of up to ``jobs``
-    workers is started and stopped for the call.
+    workers may be running already, and stay; configs it compiled into Triton's cache
+    already are not compiled again); without it a pool of up to ``jobs`` workers is
+    started and stopped for the call.
     """
     from ..compile.pool import CompilePool
 
@@ -69,6 +70,9 @@ def precompile(kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arc
         judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args, pool=pool)  # prepare()
         compile_jobs = [judge.target.job(judge.prepare(c), target_arch, timeout) for c in configs]
         compiled = 0
+        if context is not None:  # compiled into Triton's cache by a compile-first early prune already
+            done = [job for job in compile_jobs if context.was_compiled(job)]
+            compiled, compile_jobs = len(done), [job for job in compile_jobs if not context.was_compiled(job)]
         for job, result in pool.run(compile_jobs, cache=None, triton_cache_dir=triton_cache_dir()):
             compiled += result.ok
             if not result.ok:

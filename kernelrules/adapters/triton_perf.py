@@ -62,9 +62,29 @@ class TritonPerfModel:
         shape_class = tuple(sorted((k, _specialisation(v)) for k, v in signature.items()))
         memo_key = (arch.label, shape_class, repr(sorted(problem.items())), config.key())
         if memo_key not in self._memo:
-            model = self._model(fn, arch, signature, shape_class, config, tuner_configs, constexprs)
-            self._memo[memo_key] = estimate_any(config, arch, problem, model=model, sku=self.sku)
+            facts = self._compiled_facts(arch, kwargs, tuner_configs)
+            if facts is not None:  # compiled by a compile-first early prune: exact facts, no probes
+                self._memo[memo_key] = estimate_any(config, arch, problem, facts=facts, sku=self.sku)
+            else:
+                model = self._model(fn, arch, signature, shape_class, config, tuner_configs, constexprs)
+                self._memo[memo_key] = estimate_any(config, arch, problem, model=model, sku=self.sku)
         return self._memo[memo_key]
+
+    def _compiled_facts(self, arch: Any, kwargs: Mapping[str, Any], tuner_configs: list) -> dict | None:
+        """The compiled facts the tuner's context holds for the config in ``kwargs``, if its list
+        was compiled first; ``{}`` (estimate from the config's names) for a config of such a list
+        that was not compiled (a repair); None otherwise (learn the resource model)."""
+        if self.context is None or not self.context.compiled_facts:
+            return None
+        from .autotune_context import config_key
+
+        for candidate in tuner_configs:
+            values = candidate.all_kwargs()
+            if all(kwargs.get(k) == v for k, v in values.items() if v is not None):
+                found = self.context.compiled_facts.get((arch.name, config_key(candidate)))
+                if found is not None:
+                    return found
+        return {} if any(name == arch.name for name, _ in self.context.compiled_facts) else None
 
     def _model(self, fn: Any, arch: Any, signature: Mapping[str, Any], shape_class: tuple, config: KernelConfig,
                tuner_configs: list, constexprs: Mapping[str, Any]) -> Any:

@@ -63,20 +63,50 @@ class EarlyPrune:
                tuple(id(c) for c in configs))
         if key in self._memo:  # the memo holds the configs too, so their ids stay theirs
             return self._memo[key][1]
+        first = self._compile_first_cache(len(configs), arch)
         with contextlib.ExitStack() as stack:
             shared = {}
             if self.context is not None:
                 shared = {"pool": stack.enter_context(self.context.pool()),
                           "probe_results": self.context.probe_results}
-                shared["pool"].start(PROBE_WORKERS)  # they start while the rules load and the configs are judged
+                shared["pool"].start(len(configs) if first else PROBE_WORKERS)  # start while the rules load
             judge = stack.enter_context(KernelJudge(kernel, arch, signature, constexprs, heuristic_args=args,
-                                                    compile=self.compile, **shared))
+                                                    compile=self.compile or first is not None,
+                                                    triton_cache_dir=first, **shared))
             judged = [judge.prepare(c) for c in configs]
             judge.check(judged)
-            result = build_result(arch.name, configs, judge.judge(judged), judge.added_names, judge.notes)
+            records = judge.judge(judged, probe=first is None)
+            if first is not None:
+                self._remember(judge, arch, configs, judged, records)
+            result = build_result(arch.name, configs, records, judge.added_names, judge.notes)
         kept = self._decide(result)
         self._memo[key] = (configs, kept)
         return kept
+
+    def _compile_first_cache(self, count: int, arch: Any) -> str | None:
+        """Triton's cache directory when this list is compiled first (see
+        :mod:`~kernelrules.adapters.autotune_context`), else None: a tuner's context, a list no
+        longer than its workers, and the judged architecture the one that launches."""
+        from .precompile import interpreting, launching_arch, triton_cache_dir
+
+        if self.context is None or not self.context.compiles_all_at_once(count) or interpreting():
+            return None
+        target = launching_arch()
+        if target is None or target.name != arch.name:
+            return None
+        return triton_cache_dir()
+
+    def _remember(self, judge: Any, arch: Any, configs: list, judged: list, records: list) -> None:
+        """Keep the compiled facts of every config compiled into Triton's cache, for the perf model and the precompile."""
+        from .autotune_context import config_key
+
+        for original, prepared, record in zip(configs, judged, records):
+            facts = record.facts or {}
+            if facts.get("origin") == "compiled" and facts.get("compile_status") == "ok":
+                self.context.remember_compiled(judge.target.job(prepared, arch, judge.timeout), arch.name,
+                                               config_key(original), dict(facts))
+            if record.verdict.repair is not None:  # kept only if its compile in the repairs stage passed
+                self.context.remember_compiled(judge.target.job(record.verdict.repair, arch, judge.timeout))
 
     def _decide(self, result: Any) -> list:
         """The configs to benchmark: kept and repaired ones, else the least bad one (with a warning)."""

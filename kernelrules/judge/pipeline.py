@@ -110,12 +110,15 @@ class ConfigJudge:
     here; ``cache`` then applies to this judge's compiles only (the pool's own when
     None). ``probe_results``, a mapping from compile job to result shared by the
     judges of one tuner, answers probe compiles made before (deterministic results
-    only: what a compile of the same job would give again).
+    only: what a compile of the same job would give again). ``triton_cache_dir`` sends
+    every compile of this judge into that Triton cache, uncached by kernelrules (a tuner
+    whose compiled-stage compiles are the launch's own: the JIT then finds them).
     """
 
     def __init__(self, target: KernelTarget, *, engine: Engine | None = None, jobs: int | None = None,
                  timeout: float = 30.0, cache: ResultCache | None = None, progress: Progress | None = None,
-                 pool: CompilePool | None = None, probe_results: MutableMapping[CompileJob, CompileResult] | None = None):
+                 pool: CompilePool | None = None, probe_results: MutableMapping[CompileJob, CompileResult] | None = None,
+                 triton_cache_dir: str | None = None):
         self.target = target
         self.engine = engine or default_engine()
         self.timeout = timeout
@@ -123,6 +126,8 @@ class ConfigJudge:
         self._own_pool = pool is None  # a pool shared across kernels (lint) is closed by its owner
         self.pool = pool if pool is not None else CompilePool(max_workers=jobs, timeout=timeout, cache=cache)
         self._run_options = {"cache": cache} if pool is not None and cache is not None else {}
+        if triton_cache_dir is not None:
+            self._run_options = {"cache": None, "triton_cache_dir": triton_cache_dir}
         self.probe_results = probe_results
         self.notes: list[str] = []
         #: Architecture -> why no resource model could be learned (the probe compiles failed, ...).

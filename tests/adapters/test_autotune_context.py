@@ -103,6 +103,7 @@ def prune(tuner):
 
 
 def test_one_pool_and_one_set_of_probes_per_tuner_with_the_same_verdicts(tmp_path, monkeypatch):
+    monkeypatch.setattr(AutotuneContext, "compiles_all_at_once", lambda self, count: False)  # the probing path
     # the standalone APIs, each with its own pool and its own probes: the path before the context
     fresh_caches(tmp_path, monkeypatch, "separate")
     alone = Recorder(monkeypatch)
@@ -133,6 +134,29 @@ def test_one_pool_and_one_set_of_probes_per_tuner_with_the_same_verdicts(tmp_pat
     assert tuner.kernelrules_context.workers == len(seen.spawned)  # none restarted, all kept for the next key
     tuner.kernelrules_context.close()
     assert tuner.kernelrules_context.workers == 0
+
+
+def test_a_short_list_is_compiled_first_into_tritons_cache_with_no_probes(tmp_path, monkeypatch):
+    # the machine can compile every config at once: no resource model, every config the rules
+    # pass compiled once, straight into Triton's cache, judged on its compiled facts
+    monkeypatch.setattr(AutotuneContext, "max_workers", property(lambda self: 8))
+    triton_cache = fresh_caches(tmp_path, monkeypatch, "first")
+    seen = Recorder(monkeypatch)
+    tuner = kernelrules.autotune(configs(), ["M", "N", "K"], perf_model=True, top_k=TOP_K)(matmul_kernel.fn)
+    kept = prune(tuner)
+    context = tuner.kernelrules_context
+    assert seen.models == [] and seen.probes() == []  # no probes, in the early prune or the perf model
+    sent = seen.precompiled()
+    assert len(sent) == len(set(sent)) and {shared for _, shared in seen.sent} == {str(triton_cache)}
+    # each config compiled once: the perf model ranked on those facts, the precompile compiled nothing again
+    assert len(context.compiled_facts) == len(configs())  # the rules pass all five at the config stage
+    assert all(facts["origin"] == "compiled" for facts in context.compiled_facts.values())
+    assert compiled_kernels(triton_cache) == len(sent) == len(configs()) + 1  # and one repair
+    assert len(kept) == TOP_K and all(context.was_compiled(job) for job in sent)
+    # the 128x128x128 4-stage config needs more shared memory than Hopper has: rejected on its compiled
+    # facts (MEM001) and repaired; the repair was compiled into the same cache
+    assert all((c.kwargs["BLOCK_M"], c.num_stages) != (128, 4) for c in kept)
+    context.close()
 
 
 def matmul_job(bm=32, bn=32, bk=32, arch=80):
