@@ -90,6 +90,8 @@ def _stop_workers(workers: list[_Worker], owner: int | None = None) -> None:
     """
     if owner is not None and os.getpid() != owner:
         return
+    for worker in workers:  # all signalled first: their exits overlap
+        worker.process.send_kill()
     for worker in workers:
         worker.process.close()
         shutil.rmtree(worker.scratch, ignore_errors=True)
@@ -150,6 +152,8 @@ class CompilePool:
         if not self.owned():
             self._forget_workers()
             return
+        for worker in list(self._workers):  # all signalled first: their exits overlap
+            worker.process.send_kill()
         for worker in list(self._workers):
             self._retire(worker)
         self._finalizer()

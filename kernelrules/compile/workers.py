@@ -160,12 +160,9 @@ class SupervisedProcess:
         except subprocess.TimeoutExpired:
             return Death(None)
 
-    def kill(self) -> None:
-        """SIGKILL the worker's whole process group (compilers it started included), reap it, close its pipes.
-
-        The group is killed even when the worker itself has exited: children it left keep the
-        group (and so its id) alive. Only the first call kills; later ones only reap.
-        """
+    def send_kill(self) -> None:
+        """SIGKILL the worker's process group without waiting for it (once): a pool stopping many
+        workers signals them all first, then reaps each, so their exits overlap."""
         if not self._killed:
             self._killed = True
             try:
@@ -175,6 +172,14 @@ class SupervisedProcess:
             except PermissionError:  # not our group any more (the worker left it): the worker alone
                 if self.proc.poll() is None:
                     self.proc.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (compilers it started included), reap it, close its pipes.
+
+        The group is killed even when the worker itself has exited: children it left keep the
+        group (and so its id) alive. Only the first call kills; later ones only reap.
+        """
+        self.send_kill()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
