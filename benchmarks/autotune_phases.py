@@ -65,6 +65,12 @@ def run(arch: str, top_k: int | None) -> dict:
         model = tuner.perf_model
         tuner.perf_model = lambda **k: timed("perf_model", record, model, **k)
 
+    from kernelrules.judge import pipeline
+
+    for stage in ("predict_stage", "config_stage", "compile_stage", "compiled_stage", "repairs_stage"):
+        original_stage = getattr(pipeline, stage)
+        setattr(pipeline, stage, lambda judge, judging, _f=original_stage, _n=stage: timed(_n, record, _f, judge, judging))
+
     a = torch.empty((SIZE, SIZE), dtype=torch.float16)
     b = torch.empty((SIZE, SIZE), dtype=torch.float16)
     c = torch.empty((SIZE, SIZE), dtype=torch.float16)

@@ -27,6 +27,7 @@ import tempfile
 from typing import Iterator
 
 from .compilejob import CompileJob, CompileResult
+from .triton_key import install as install_triton_key
 from .workers import watch_parent
 
 #: The length prefix of every message.
@@ -157,7 +158,9 @@ def main() -> None:
         if payload is None:  # the pool closed our stdin, or its process is gone
             shutil.rmtree(scratch, ignore_errors=True)
             return
-        job_id, job, shared_cache = pickle.loads(payload)
+        job_id, job, shared_cache, *rest = pickle.loads(payload)
+        if rest:
+            install_triton_key(rest[0])  # the parent's Triton source hash (kernelrules.compile.triton_key)
         # Triton reads TRITON_CACHE_DIR at every compile: a shared cache is used as is,
         # the private one is bypassed (always_compile) and emptied after the job.
         os.environ["TRITON_CACHE_DIR"] = shared_cache or scratch

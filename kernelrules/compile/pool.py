@@ -46,6 +46,7 @@ from typing import Callable, Iterable, Iterator
 
 from .compile_worker import HEADER, READY, frame, write_all
 from .compilejob import CompileJob, CompileResult
+from .triton_key import ParentTritonKey
 from .worker_env import worker_environment
 from .workers import SupervisedProcess, WorkerLog
 
@@ -137,6 +138,7 @@ class CompilePool:
         self._start_error = ""
         self._keys: dict[int, str | None] = {}
         self._owner = os.getpid()
+        self._triton_key = ParentTritonKey()
         self._finalizer = weakref.finalize(self, _stop_workers, self._workers, self._owner)
 
     # ----------------------------------------------------------------- lifecycle
@@ -179,6 +181,7 @@ class CompilePool:
 
     def _spawn(self) -> _Worker:
         """Start a worker in a new session, with its private Triton cache and temp dir."""
+        self._triton_key.start()  # computed while the workers import Triton (kernelrules.compile.triton_key)
         scratch = tempfile.mkdtemp(prefix="kernelrules-worker-")
         # Only what a cross-compile reads (kernelrules.compile.worker_env): no credentials reach Triton or ptxas.
         env = worker_environment(TMPDIR=scratch, KERNELRULES_WORKER_SCRATCH=scratch,
@@ -313,7 +316,8 @@ class CompilePool:
         worker.dispatched = time.monotonic()
         worker.process.arm(limit, now=worker.dispatched)
         try:
-            write_all(worker.proc.stdin.fileno(), frame((worker.job_id, job, shared_dir)))  # type: ignore[union-attr]
+            message = (worker.job_id, job, shared_dir, self._triton_key.value)
+            write_all(worker.proc.stdin.fileno(), frame(message))  # type: ignore[union-attr]
         except OSError:
             pass  # the worker died; _wait sees its end of file
 

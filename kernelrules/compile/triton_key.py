@@ -1,0 +1,73 @@
+"""Triton's source hash, computed once in the parent process and handed to the compile workers.
+
+Every Triton cache key starts with ``triton.runtime.cache.triton_key()``: a SHA-256 of
+Triton's Python sources and of ``libtriton.so`` (over 400 MB in Triton 3.6), computed once
+per process on its first compile. Each compile worker would pay it at its first job (about
+0.8 s of CPU on the 2-core machine, and 16 workers at once on a 16-core one contend for the
+same cores). The parent of a pool that has Triton imported already (a tuner: its JIT needs
+the key anyway, so nothing is computed twice) computes it in a background thread while
+the workers start, and sends it with each worker's jobs; a worker uses it only when its own
+Triton is the same installation (the same ``triton/__init__.py``), so a cache key never
+changes: it is the very value the worker would compute.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+#: What a pool sends: (the parent's ``triton/__init__.py``, the key), or None while unknown.
+SharedKey = tuple[str, str]
+
+
+class ParentTritonKey:
+    """Computes the key in a daemon thread when Triton is imported in this process already."""
+
+    def __init__(self) -> None:
+        self._value: SharedKey | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Begin computing, once, if this process has imported Triton (never imports it for this)."""
+        if self._thread is not None or "triton" not in sys.modules:
+            return
+        self._thread = threading.Thread(target=self._compute, name="kernelrules-triton-key", daemon=True)
+        self._thread.start()
+
+    def _compute(self) -> None:
+        try:
+            import triton
+            from triton.runtime import cache
+
+            self._value = (os.path.abspath(triton.__file__), cache.triton_key())
+        except Exception:  # noqa: BLE001 - no shared key: each worker computes its own
+            self._value = None
+
+    @property
+    def value(self) -> SharedKey | None:
+        """The key once computed (never waits), else None."""
+        return self._value
+
+
+def install(shared: Any) -> bool:
+    """In a worker: use the parent's key if it is for this worker's own Triton; True if in use."""
+    try:
+        import triton
+        from triton.runtime import cache
+
+        path, key = shared
+    except Exception:  # noqa: BLE001 - nothing usable sent: the worker computes its own
+        return False
+    if os.path.abspath(triton.__file__) != path or not isinstance(key, str):
+        return False
+    if getattr(cache.triton_key, "kernelrules_shared", None) == key:
+        return True
+
+    def triton_key() -> str:
+        return key
+
+    triton_key.kernelrules_shared = key  # type: ignore[attr-defined]
+    cache.triton_key = triton_key  # get_cache_key looks the name up in its module at every call
+    return True
