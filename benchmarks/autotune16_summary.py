@@ -1,9 +1,10 @@
 """The 16-config autotune comparison of docs/performance.md, from its committed raw runs.
 
-    python benchmarks/autotune16_summary.py
+    python benchmarks/autotune16_summary.py [compile-first]
 
-Reads ``benchmarks/results/autotune16/*_run*.jsonl`` (written by ``h200_autotune.py``) and
-prints, per mode, the tuning time of each run, the median, the ratio to ``triton.autotune``
+Reads ``benchmarks/results/autotune16/*_run*.jsonl`` (written by ``h200_autotune.py``; the
+runs of kernelrules 8992cbc), or those of a subdirectory (``compile-first/``: the runs after
+short lists were compiled first), and prints, per mode, the tuning time of each run, the median, the ratio to ``triton.autotune``
 (exhaustive) measured in the same run, and the chosen config.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results" / "autotune16"
@@ -20,7 +22,8 @@ MODES = {"exhaustive": "`triton.autotune`", "pruned": "`kernelrules.autotune`",
 
 def main() -> None:
     runs = []
-    for path in sorted(RESULTS.glob("*_run*.jsonl")):
+    folder = RESULTS / sys.argv[1] if len(sys.argv) > 1 else RESULTS
+    for path in sorted(folder.glob("*_run*.jsonl")):
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         runs.append({r["mode"]: r for r in rows if "mode" in r})
     print(f"| mode | configs timed | tuning time per run | median | vs `triton.autotune` (same run, median) | same winner |")
