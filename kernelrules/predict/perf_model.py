@@ -13,7 +13,9 @@ from the kernel's :class:`~kernelrules.predict.resource_model.ResourceModel`):
 
 - **waves**: ``tiles = ceil(M/BM) * ceil(N/BN)`` programs run ``SMs x blocks_per_sm`` at
   a time (blocks per SM from the occupancy calculator with predicted registers and
-  shared memory); ``waves = ceil(tiles / (SMs x blocks_per_sm))``;
+  shared memory); ``waves = ceil(tiles / (SMs x blocks_per_sm))``; with a ``SPLIT_K``
+  constexpr of ``s`` (split-K), ``s`` programs share each tile, each over ``K / s``, and
+  each adds its fp32 partial tile to C atomically (a read-modify-write in L2);
 - per wave, the time each resource needs alone: the **tensor cores** (or the FMA units
   when the dot is not on them), the **operand feed** through shared memory (small
   per-warp tiles read more bytes per FLOP), **L2 -> SM and DRAM traffic** (DRAM reduced
@@ -39,6 +41,9 @@ from ..config import KernelConfig
 #: A100/H100 datasheets (TF32 156 vs FP16 312 on an A100; FP8 1979 vs FP16 989 on an H100).
 TF32_RATE_OF_FP16 = 0.5
 EIGHT_BIT_RATE_OF_FP16 = 2.0
+#: Bytes of L2 traffic per output element of a split-K program: an fp32 atomic add reads
+#: and writes the element (4 + 4).
+ATOMIC_OUTPUT_BYTES = 8
 
 #: Registers per thread besides the accumulator: a base plus a share of the operand tiles.
 #: Least squares over the 1098 spill-free sm_90 compiles of the H200 sweep gives 35.5 +
@@ -146,10 +151,12 @@ def estimate(config: Any, arch: Any, problem: Mapping[str, Any], model: Any = No
     occ = occupancy(limits, num_warps=warps, registers_per_thread=min(regs, limits.max_registers_per_thread),
                     shared_bytes=int(f.get("shared_bytes") or 0))
     bps = max(1, occ.active_blocks_per_sm)
-    tiles = math.ceil(m / f["dot_m"]) * math.ceil(n / f["dot_n"])
+    split = split_k(config)
+    tiles = math.ceil(m / f["dot_m"]) * math.ceil(n / f["dot_n"]) * split
     waves = math.ceil(tiles / (int(gpu["sm_count"]) * bps))
-    parts, fill = _wave_parts(config, arch, gpu, f, (m, n, k), _element_bytes(problem, f), bps, regs, constants,
-                              _operand_dtype(problem, f))
+    k_slice = math.ceil(math.ceil(k / f["dot_k"]) / split) * f["dot_k"]  # a program's share of K
+    parts, fill = _wave_parts(config, arch, gpu, f, (m, n, k_slice), _element_bytes(problem, f), bps, regs,
+                              constants, _operand_dtype(problem, f), atomic=split > 1)
     bound = max(parts, key=parts.get)
     top = parts[bound]
     overlapped = top * sum((t / top) ** constants.overlap_norm for t in parts.values()) ** (1 / constants.overlap_norm)
@@ -165,13 +172,14 @@ def estimate(config: Any, arch: Any, problem: Mapping[str, Any], model: Any = No
 
 def _wave_parts(config: KernelConfig, arch: Any, gpu: Mapping[str, Any], f: Mapping[str, Any],
                 mnk: tuple[int, int, int], elem: int, bps: int, regs: int, constants: Constants,
-                dtype: str) -> tuple[dict[str, float], float]:
+                dtype: str, atomic: bool = False) -> tuple[dict[str, float], float]:
     """Seconds one wave spends on each resource alone, and the pipeline fill (one load latency).
 
     Per SM, ``bps`` blocks share the tensor cores and shared memory; all SMs share L2 and
     DRAM. A block's own k-steps cannot go faster than its loads arrive: with ``d =
     num_stages - 1`` loads in flight, latency / d per k-step; with one stage, the whole
-    latency plus its own compute.
+    latency plus its own compute. ``mnk``'s K is one program's share (split-K: ``K / s``);
+    ``atomic``: each program adds an fp32 tile to C (read and written in L2) instead of storing it.
     """
     bm, bn, bk = f["dot_m"], f["dot_n"], f["dot_k"]
     m, n, k = mnk
@@ -188,7 +196,7 @@ def _wave_parts(config: KernelConfig, arch: Any, gpu: Mapping[str, Any], f: Mapp
     feed = bps * _feed_bytes(bm, bn, bk, elem, path, warps) / smem_rate
     spill = max(0, regs - int(flat.get("max_registers_per_thread", 255))) * 4 * 2 * 32 * warps  # store + reload
     l2_rate = constants.l2_bytes_per_clock_per_sm * sms * clock
-    out = slots * bm * bn * elem
+    out = slots * bm * bn * (ATOMIC_OUTPUT_BYTES if atomic else elem)
     l2 = (k_steps * slots * ((bm + bn) * bk * elem + spill) + out) / l2_rate
     dram = (wave_dram_bytes(bm, bn, k, elem, tiles_m=math.ceil(m / bm), tiles_n=math.ceil(n / bn), slots=slots,
                             group=_group(config), l2_bytes=int(gpu["l2_bytes"])) + out) \
@@ -346,6 +354,12 @@ def _facts_from_names(config: KernelConfig, arch: Any) -> dict[str, Any]:
     buffers = max(1, stages if wgmma else stages - 1)
     return {"dot_m": bm, "dot_n": bn, "dot_k": bk, "mma_path": "wgmma" if wgmma else "mma_sync",
             "shared_bytes": buffers * (bm + bn) * bk * 2}
+
+
+def split_k(config: KernelConfig) -> int:
+    """The split-K factor: a ``SPLIT_K`` constexpr (programs per output tile), else 1."""
+    value = config.constexprs.get("SPLIT_K")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
 
 
 def _group(config: KernelConfig) -> int:

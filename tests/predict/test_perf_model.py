@@ -115,6 +115,21 @@ def test_the_learned_resource_model_gives_the_compiled_shared_memory(evaluation)
     assert e.mma_path == "wgmma" and e.blocks_per_sm == 2  # 98304 B of shared memory each (compiled: the same)
 
 
+def test_split_k_splits_the_k_loop_over_more_programs():
+    """Split-K: a skinny output (4 tiles) over a long K leaves the SMs idle unless the K loop
+    is split; the split runs s times the programs, each over K / s, and pays an atomic add."""
+    base = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
+    skinny = {"M": 256, "N": 256, "K": 65536, "dtype": "fp16"}
+    one = estimate({**base, "SPLIT_K": 1}, "h200", skinny)
+    eight = estimate({**base, "SPLIT_K": 8}, "h200", skinny)
+    assert eight.tiles == 8 * one.tiles
+    assert eight.seconds < one.seconds / 4
+    # square and short K: the SMs are already busy; splitting only adds the atomic traffic
+    square = {"M": 4096, "N": 4096, "K": 512, "dtype": "fp16"}
+    assert estimate({**base, "SPLIT_K": 4}, "h200", square).seconds > estimate({**base, "SPLIT_K": 1}, "h200", square).seconds
+    assert estimate(base, "h200", skinny).seconds == one.seconds  # no SPLIT_K: not split
+
+
 def test_bad_inputs_raise_value_errors():
     with pytest.raises(ValueError, match="no dot tile"):
         estimate({"BLOCK_Q": 64, "num_warps": 4}, "h200", {"M": 64, "N": 64, "K": 64})
