@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 from typing import Callable, Mapping
 
-from ..discover.kernels import ParsedModule
+from ..discover.kernels import ParsedModule, cached_module
 
 #: ``tl.*`` functions whose pointer argument (keyword, position) roots a pointer.
 _POINTER_SINKS = {"load": ("pointer", 0), "store": ("pointer", 0), "make_block_ptr": ("base", 0),
@@ -59,14 +60,19 @@ def reachable(module: ParsedModule, root: str) -> frozenset[str]:
 
 
 def propagate(func: ast.FunctionDef, names: dict[str, set[str]],
-              flow: Callable[[ast.expr], set[str]]) -> dict[str, set[str]]:
+              flow: Callable[[ast.expr], set[str]], augmented: bool = True) -> dict[str, set[str]]:
     """Grow ``names`` (in place) to a fixpoint: each local assigned a value gets ``flow(value)``, which may
-    read ``names`` (flow-insensitive: every assignment of the body counts)."""
+    read ``names`` (flow-insensitive: every assignment of the body counts).
+
+    ``augmented=False``: ``x += v`` adds nothing to ``x`` (``p += stride`` keeps ``p`` a pointer rooted
+    where it was; read as ``p = v`` it would root ``p`` at ``stride`` too)."""
     assignments = []
     for node in ast.walk(func):
         if isinstance(node, ast.Assign):
             assignments.append((node.targets, node.value))
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            assignments.append(([node.target], node.value))
+        elif isinstance(node, ast.AugAssign) and augmented:
             assignments.append(([node.target], node.value))
     changed = True
     while changed:
@@ -124,7 +130,7 @@ class PointerFlow:
     def local_roots(self, func: ast.FunctionDef, params: set[str]) -> dict[str, set[str]]:
         """Each name -> the parameters at the root of its pointer arithmetic (flow-insensitive)."""
         roots: dict[str, set[str]] = {p: {p} for p in params}
-        return propagate(func, roots, lambda value: self.roots(value, roots))
+        return propagate(func, roots, lambda value: self.roots(value, roots), augmented=False)
 
     def roots(self, node: ast.expr, roots: Mapping[str, set[str]], bases: bool = False) -> set[str]:
         """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains.
@@ -141,6 +147,9 @@ class PointerFlow:
             return self.roots(node.value, roots, bases)
         if isinstance(node, ast.IfExp):
             return self.roots(node.body, roots, bases) | self.roots(node.orelse, roots, bases)
+        if isinstance(node, ast.Call) and _dotted(node.func).rpartition(".")[2] == "where" \
+                and len(node.args) == 3:
+            return self.roots(node.args[1], roots, bases) | self.roots(node.args[2], roots, bases)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POINTER_PASSTHROUGH:
             if node.func.attr == "to":
                 return self.roots(node.func.value, roots, bases)
@@ -168,12 +177,35 @@ class PointerFlow:
             return [call.args[position]] if len(call.args) > position else []
         if isinstance(func, ast.Name) and func.id in self.module.jit_functions:
             helper = self.module.jit_functions[func.id]
-            names = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
-            pointer_names = self.pointers.get(func.id, set())
-            out = [arg for name, arg in zip(names, call.args) if name in pointer_names]
-            out += [kw.value for kw in call.keywords if kw.arg in pointer_names]
-            return out
+            return _bound(call, helper, self.pointers.get(func.id, set()))
+        if isinstance(func, ast.Name) and func.id in self.module.import_sources:
+            found = _imported_helper(*self.module.import_sources[func.id])
+            return _bound(call, *found) if found is not None else []
         return []
+
+
+def _bound(call: ast.Call, helper: ast.FunctionDef, names: set[str]) -> list[ast.expr]:
+    """The arguments ``call`` passes to the parameters of ``helper`` named in ``names``."""
+    params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
+    out = [arg for name, arg in zip(params, call.args) if name in names]
+    return out + [kw.value for kw in call.keywords if kw.arg in names]
+
+
+#: (module path, helper) pairs whose pointer flow is being solved: an import cycle answers "no pointers".
+_SOLVING: set[tuple[Path, str]] = set()
+
+
+def _imported_helper(path: Path, name: str) -> tuple[ast.FunctionDef, set[str]] | None:
+    """A jit helper imported from another file of the package and its pointer parameters (None when that
+    file cannot be read, the name is no jit function there, or its flow is being solved: a cycle)."""
+    module = cached_module(path)
+    if not isinstance(module, ParsedModule) or name not in module.jit_functions or (path, name) in _SOLVING:
+        return None
+    _SOLVING.add((path, name))
+    try:
+        return module.jit_functions[name], pointer_flow(module, name).pointers.get(name, set())
+    finally:
+        _SOLVING.discard((path, name))
 
 
 def float_params(func: ast.FunctionDef, params: set[str]) -> set[str]:
@@ -206,8 +238,10 @@ _RANGES = ("range", "tl.range")
 
 
 def _is_load(node: ast.AST) -> bool:
+    """``tl.load(p)``, or ``tl.atomic_add(p, v)`` (an atomic returns the value it replaced: read from ``p``)."""
     func = node.func if isinstance(node, ast.Call) else None
-    return isinstance(func, ast.Attribute) and func.attr == "load" and isinstance(func.value, ast.Name)
+    return (isinstance(func, ast.Attribute) and (func.attr == "load" or func.attr.startswith("atomic_"))
+            and isinstance(func.value, ast.Name))
 
 
 def _load_pointer(call: ast.Call) -> ast.expr | None:
