@@ -5,9 +5,10 @@
 * :func:`float_params`: a parameter compared or combined with a float literal is a float;
 * :func:`index_pointers`: a pointer whose loaded values are used as offsets of other
   pointers, as loop bounds or as integer loop-carried sums holds integers (``*i32``): a
-  float there does not compile, so a float guess for it can only fail;
-* :func:`comment_types`: a type written in a parameter's trailing comment
-  (``k,  # *f32 [B, T, H, D]``), as several packages document their kernels.
+  float there does not compile, so a float guess for it can only fail.
+
+Type comments and tensor descriptors: :mod:`kernelrules.specify.argnotes`; what the uses of values
+demand beyond pointer-ness: :mod:`kernelrules.specify.usetypes`.
 
 Only ``ast`` is read; nothing of the user's module runs.
 """
@@ -15,7 +16,6 @@ Only ``ast`` is read; nothing of the user's module runs.
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -59,20 +59,20 @@ def reachable(module: ParsedModule, root: str) -> frozenset[str]:
     return frozenset(seen)
 
 
-def propagate(func: ast.FunctionDef, names: dict[str, set[str]],
-              flow: Callable[[ast.expr], set[str]], augmented: bool = True) -> dict[str, set[str]]:
+def propagate(func: ast.FunctionDef, names: dict[str, set[str]], flow: Callable[[ast.expr], set[str]],
+              augmented: bool | Callable[[str], bool] = True) -> dict[str, set[str]]:
     """Grow ``names`` (in place) to a fixpoint: each local assigned a value gets ``flow(value)``, which may
     read ``names`` (flow-insensitive: every assignment of the body counts).
 
-    ``augmented=False``: ``x += v`` adds nothing to ``x`` (``p += stride`` keeps ``p`` a pointer rooted
-    where it was; read as ``p = v`` it would root ``p`` at ``stride`` too)."""
+    ``augmented``: whether ``x += v`` gives ``x`` ``flow(v)`` too; a callable answers per target name."""
     assignments = []
     for node in ast.walk(func):
         if isinstance(node, ast.Assign):
             assignments.append((node.targets, node.value))
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             assignments.append(([node.target], node.value))
-        elif isinstance(node, ast.AugAssign) and augmented:
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and (
+                augmented(node.target.id) if callable(augmented) else augmented):
             assignments.append(([node.target], node.value))
     changed = True
     while changed:
@@ -130,7 +130,13 @@ class PointerFlow:
     def local_roots(self, func: ast.FunctionDef, params: set[str]) -> dict[str, set[str]]:
         """Each name -> the parameters at the root of its pointer arithmetic (flow-insensitive)."""
         roots: dict[str, set[str]] = {p: {p} for p in params}
-        return propagate(func, roots, lambda value: self.roots(value, roots), augmented=False)
+        flow = lambda value: self.roots(value, roots)  # noqa: E731
+        # ``p += stride`` keeps ``p`` rooted where its assignments root it (read as ``p = stride`` it would
+        # root ``p`` at ``stride`` too); only a name no assignment roots takes the root of what is added
+        # to it (``t = tl.arange(...)`` then ``t += base_ptr``).
+        propagate(func, roots, flow, augmented=False)
+        rooted = {name for name, found in roots.items() if found}
+        return propagate(func, roots, flow, augmented=lambda name: name not in rooted)
 
     def roots(self, node: ast.expr, roots: Mapping[str, set[str]], bases: bool = False) -> set[str]:
         """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains.
@@ -350,51 +356,3 @@ def address_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> s
     if func is None or not pointers:
         return set()
     return _IndexFlow(pointer_flow(module, kernel), func, pointers).address_uses()
-
-
-# --------------------------------------------------------------------------- type comments
-
-_COMMENT_TYPES = {"f32": "fp32", "fp32": "fp32", "float32": "fp32", "float": "fp32", "f16": "fp16",
-                  "fp16": "fp16", "float16": "fp16", "half": "fp16", "bf16": "bf16", "bfloat16": "bf16",
-                  "f64": "fp64", "fp64": "fp64", "i32": "i32", "int32": "i32", "i64": "i64", "int64": "i64",
-                  "i8": "i8", "int8": "i8", "u8": "u8", "uint8": "u8", "i16": "i16", "int16": "i16",
-                  "fp8": "fp8e4nv", "f8": "fp8e4nv", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5"}
-#: ``# *f32 [B, T]``, ``# *i32``, ``# int64[N] sizes``: a dtype after a star, or before a shape.
-_POINTER_COMMENT = re.compile(r"#\s*(?:\*\s*([A-Za-z0-9]+)\b|([A-Za-z0-9]+)\s*\[)")
-
-
-def comment_types(source_lines: list[str], func: ast.FunctionDef) -> dict[str, str]:
-    """Pointer types written after a parameter on its own line: ``k,  # *f32 [B, T, H, D]`` -> ``*fp32``,
-    ``sizes_ptr,  # int64[N] sizes`` -> ``*i64``.
-
-    Only a line that holds exactly one parameter counts, so the comment is that parameter's.
-    """
-    args = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
-    per_line: dict[int, list[ast.arg]] = {}
-    for arg in args:
-        per_line.setdefault(arg.lineno, []).append(arg)
-    found: dict[str, str] = {}
-    for line, on_line in per_line.items():
-        if len(on_line) != 1 or not 0 < line <= len(source_lines):
-            continue
-        match = _POINTER_COMMENT.search(source_lines[line - 1])
-        word = (match.group(1) or match.group(2)).lower() if match else ""
-        if word in _COMMENT_TYPES:
-            found[on_line[0].arg] = "*" + _COMMENT_TYPES[word]
-    return found
-
-
-# --------------------------------------------------------------------------- tensor descriptors
-
-#: Methods of a ``tl.tensor_descriptor`` argument (a host ``TensorDescriptor`` at launch).
-_DESCRIPTOR_METHODS = ("load", "store", "gather", "scatter", "atomic_add", "atomic_min", "atomic_max",
-                       "atomic_and", "atomic_or", "atomic_xor")
-
-
-def descriptor_params(func: ast.FunctionDef) -> set[str]:
-    """Parameters the body uses as tensor descriptors: ``desc.load([m, k])``, ``desc.store(...)``."""
-    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
-    return {node.func.value.id for node in ast.walk(func)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _DESCRIPTOR_METHODS and isinstance(node.func.value, ast.Name)
-            and node.func.value.id in params}

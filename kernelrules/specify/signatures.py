@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .argflow import address_pointers, comment_types, descriptor_params, float_params, index_pointers, pointer_flow, used_names
+from .argflow import address_pointers, float_params, index_pointers, pointer_flow, used_names
+from .argnotes import comment_types, descriptor_params
 from .usetypes import use_types
 from ..atomicio import write_text_atomic
 from ..discover.kernels import DiscoveredKernel, ParsedModule, cached_module

@@ -198,3 +198,27 @@ def test_kernels_typed_from_their_uses_compile_at_lint(run_cli, tmp_path):
         assert kernels[name]["status"] == "analyzed", (name, kernels[name]["message"])
         assert "did not compile" not in str(kernels[name]["signature_provenance"]), name
     assert kernels["unpack"]["signature_provenance"]["packed_ptr"] == "dataflow"
+
+
+def test_offsets_that_become_pointers_by_an_augmented_add_root_at_the_pointer(tmp_path):
+    sig = signature(tmp_path, """
+        @triton.jit
+        def kern(src, out_ptr, stride_tb, BLOCK: tl.constexpr):
+            base = src + tl.program_id(0) * stride_tb
+            t_ptr = tl.arange(0, BLOCK)
+            t_ptr += base
+            tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(t_ptr))
+        """)
+    assert sig.spec["src"] == "*fp16" and sig.spec["stride_tb"] == 4096
+
+
+def test_errors_a_wrong_argument_type_causes_are_read_as_such():
+    """These compile errors come from an argument typed wrong (a lock guessed fp16, an offset guessed a
+    pointer, a float buffer used as a mask): with guessed types they make a kernel needs-spec, not CMP001."""
+    from kernelrules.compile.limits import type_error
+
+    for message in ("atomic_xchg does not support fp16", "TypeError('cannot add pointers together')",
+                    "Mask must have boolean scalar type",
+                    "create_assert(): incompatible function arguments. The following argument types are supported:"):
+        assert type_error(message), message
+    assert not type_error("NameError: name 'undefined_helper' is not defined")
