@@ -265,6 +265,10 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
+#: ``tl`` calls that return positions, not values (``tl.argmax(x)`` is an index whatever ``x`` holds).
+_POSITIONS = ("argmax", "argmin")
+
+
 class _IndexFlow:
     """Pointer parameters whose loaded values the body uses as integers."""
 
@@ -284,6 +288,8 @@ class _IndexFlow:
         if _is_load(node):  # its value comes from what the pointer points at, not from the offsets
             pointer = _load_pointer(node)
             return self._pointer_roots(pointer) if pointer is not None else set()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POSITIONS:
+            return set()  # where a value is, not what it is: an index of any buffer's values
         found: set[str] = set()
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
@@ -311,13 +317,17 @@ class _IndexFlow:
         return found & self.pointers
 
     def address_uses(self) -> set[str]:
-        """Pointers whose loaded values become pointers (``tl.load(meta + i).to(out.dtype)``): they hold
-        64-bit addresses."""
+        """Pointers whose loaded values become pointers (``tl.load(meta + i).to(out.dtype)``,
+        ``tl.cast(v, tl.pointer_type(tl.uint8))``): they hold 64-bit addresses."""
         found: set[str] = set()
         for node in ast.walk(self.func):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-                    and node.args and _is_pointer_type(node.args[0], self.pointers)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr == "to" and node.args and _is_pointer_type(node.args[0], self.pointers):
                 found |= self.sources(node.func.value)
+            elif (node.func.attr == "cast" and len(node.args) >= 2
+                  and _is_pointer_type(node.args[1], self.pointers)):
+                found |= self.sources(node.args[0])
         return found & self.pointers
 
     def _int_loop_sums(self) -> set[str]:

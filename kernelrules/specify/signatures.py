@@ -374,7 +374,7 @@ def _apply_buffer_kinds(result: InferredSignature, kinds: Mapping[str, str], run
         if param not in runtime:
             continue
         named = pointer_dtype_from_name(param)
-        text = named if kind == "int" and named[1:2] in ("i", "u") else _KIND_TYPES[kind]
+        text = kind if kind.startswith("*") else named if kind == "int" and named[1:2] in ("i", "u") else _KIND_TYPES[kind]
         result.set(param, text, "dataflow")
 
 

@@ -229,8 +229,28 @@ class UseTypes:
         kinds = {p: "bool" for p in bools}
         kinds.update({p: "fp32" for p in floats})
         kinds.update({p: "int" for p in ints})
-        self._kinds = {p: k for p, k in kinds.items() if not (p in ints and p in floats) and p in self.pointers}
+        kinds = {p: k for p, k in kinds.items() if not (p in ints and p in floats)}
+        for pointer, exact in self._branch_types().items():
+            if kinds.get(pointer, _KIND_OF.get(exact)) == _KIND_OF.get(exact):
+                kinds[pointer] = exact
+        self._kinds = {p: k for p, k in kinds.items() if p in self.pointers}
         return self._kinds
+
+    def _branch_types(self) -> dict[str, str]:
+        """``if c: v = tl.load(a).to(tl.int64) else: v = tl.load(b)``: both branches must give ``v`` one type
+        (Triton rejects a mismatch), so ``b`` holds ``int64``: pointer -> exact type (``*i64``)."""
+        found: dict[str, str] = {}
+        for node in ast.walk(self.func):
+            if not isinstance(node, ast.If) or not node.orelse:
+                continue
+            body, orelse = _last_assigned(node.body), _last_assigned(node.orelse)
+            for name in body.keys() & orelse.keys():
+                for typed, raw in ((body[name], orelse[name]), (orelse[name], body[name])):
+                    dtype = _cast_type(typed)
+                    if dtype is not None:
+                        for pointer in self._raw(raw):
+                            found[pointer] = dtype
+        return found
 
     def _helpers(self) -> dict[str, set[str]]:
         """What the jit helpers this function calls demand of the arguments it passes them: buffer kinds
@@ -305,6 +325,31 @@ class UseTypes:
                     if kw.arg == "mask":
                         found |= self._raw(kw.value)
         return found
+
+
+#: ``tl`` dtypes a cast may name, as signature pointer types, and the kind each is.
+_TL_TYPES = {"int64": "*i64", "int32": "*i32", "int16": "*i16", "int8": "*i8", "uint8": "*u8", "int1": "*i1",
+             "float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16"}
+_KIND_OF = {"*i64": "int", "*i32": "int", "*i16": "int", "*i8": "int", "*u8": "int", "*i1": "bool",
+            "*fp32": "fp32", "*fp16": "float", "*bf16": "float"}
+
+
+def _cast_type(node: ast.expr) -> str | None:
+    """The pointer type of the dtype ``node`` casts to (``x.to(tl.int64)``, ``tl.cast(x, tl.int64)``)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    target = node.args[0] if node.func.attr == "to" and node.args else (
+        node.args[1] if node.func.attr == "cast" and len(node.args) >= 2 else None)
+    return _TL_TYPES.get(target.attr) if isinstance(target, ast.Attribute) else None
+
+
+def _last_assigned(body: list[ast.stmt]) -> dict[str, ast.expr]:
+    """Each name a branch's own statements assign (not nested blocks'), with its last value."""
+    found: dict[str, ast.expr] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            found[stmt.targets[0].id] = stmt.value
+    return found
 
 
 #: The last modules' helpers' use types, by module object and name (a kernel's helpers are read once).

@@ -222,3 +222,41 @@ def test_errors_a_wrong_argument_type_causes_are_read_as_such():
                     "create_assert(): incompatible function arguments. The following argument types are supported:"):
         assert type_error(message), message
     assert not type_error("NameError: name 'undefined_helper' is not defined")
+
+
+def test_values_cast_to_pointers_with_tl_cast_are_addresses(tmp_path):
+    sig = signature(tmp_path, """
+        @triton.jit
+        def kern(data_ptrs, strides, out_ptr, BLOCK: tl.constexpr):
+            bid = tl.program_id(0)
+            base = tl.load(data_ptrs + bid)
+            base = tl.cast(base, tl.pointer_type(tl.uint8))
+            tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(base + tl.arange(0, BLOCK) * tl.load(strides + bid)))
+        """)
+    assert sig.spec["data_ptrs"] == "*i64" and sig.provenance["data_ptrs"] == "dataflow"
+
+
+def test_both_branches_of_an_if_give_a_value_one_type(tmp_path):
+    sig = signature(tmp_path, """
+        @triton.jit
+        def kern(lens_a, lens_b, cand_ptr, arg_ptr, out_ptr, n):
+            req = tl.program_id(0)
+            if tl.load(lens_a + req) < tl.load(lens_b + req):
+                bonus = tl.load(cand_ptr + req).to(tl.int64)
+            else:
+                bonus = tl.load(arg_ptr + req)
+            tl.store(out_ptr + req, bonus)
+        """)
+    assert sig.spec["arg_ptr"] == "*i64" and sig.provenance["arg_ptr"] == "dataflow"
+    assert sig.spec["cand_ptr"] == "*fp16"
+
+
+def test_an_argmax_is_an_index_whatever_its_buffer_holds(tmp_path):
+    sig = signature(tmp_path, """
+        @triton.jit
+        def kern(score_ptr, arg_ptr, out_ptr, BLOCK: tl.constexpr):
+            s = tl.load(score_ptr + tl.arange(0, BLOCK), other=float("-inf"))
+            best = tl.argmax(s, axis=0)
+            tl.store(out_ptr, tl.load(arg_ptr + best))
+        """)
+    assert sig.spec["score_ptr"] == "*fp16" and sig.provenance["score_ptr"] == "naming"
