@@ -80,6 +80,8 @@ class UseTypes:
         propagate(self.func, self.arith, self._arith)
         self.raw: dict[str, set[str]] = {}
         propagate(self.func, self.raw, self._raw)
+        self._value_flow: dict[str, set[str]] = {}
+        propagate(self.func, self._value_flow, self._values)
         self.boolean: set[str] = set()
         self._boolean_names()
         self.int_names = self._int_names()
@@ -199,20 +201,46 @@ class UseTypes:
 
     def integer_scalars(self) -> set[str]:
         """Scalars whose values reach a pointer's offset or a loop bound through arithmetic (here or in
-        a jit helper of the module they are passed to)."""
+        a jit helper of the module they are passed to), or that are operands of ``%``, ``//``, shifts,
+        bit operations or ``tl.cdiv``."""
         found: set[str] = set(self._helpers()["int_scalar"])
         for offset in self._offsets():
             found |= self._arith(offset)
+        for node in ast.walk(self.func):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (*_INTEGER_OPS, *_BITWISE)):
+                found |= self._direct(node.left) | self._direct(node.right)
+            elif _callee(node) == "cdiv":
+                found |= set().union(*(self._direct(a) for a in node.args)) if node.args else set()
         return found & self.scalars
 
+    def _direct(self, node: ast.expr) -> set[str]:
+        """The scalar parameter ``node`` names, or a local holds unchanged (``n = N``)."""
+        return self._arith(node) if isinstance(node, ast.Name) and node.id in self.scalars else set()
+
     def float_scalars(self) -> set[str]:
-        """Scalars whose values reach an fp32/fp64-only ``tl`` math function through arithmetic."""
+        """Scalars whose values reach an fp32/fp64-only ``tl`` math function through ``+``, ``-``, ``*``
+        (not through ``%``, ``//``, shifts or bit operations: those make integer indices of them)."""
         found: set[str] = set(self._helpers()["float_scalar"])
         for node in ast.walk(self.func):
             if _callee(node) in FLOAT_ONLY:
                 for arg in node.args:
-                    found |= self._arith(arg)
+                    found |= self._values(arg)
         return (found - self.integer_scalars()) & self.scalars
+
+    def _values(self, node: ast.expr) -> set[str]:
+        """Scalar parameters ``node`` is computed from by ``+``, ``-``, ``*`` (through locals)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.scalars:
+                return {node.id}
+            values = self._value_flow.get(node.id)
+            return set(values) if values is not None else set()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            return self._values(node.left) | self._values(node.right)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return self._values(node.operand)
+        if isinstance(node, ast.Subscript):
+            return self._values(node.value)
+        return set()
 
     def buffer_kinds(self) -> dict[str, str]:
         """Pointer -> ``int``, ``fp32`` or ``bool``: what its loaded values must be to compile (here or in

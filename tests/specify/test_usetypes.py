@@ -260,3 +260,16 @@ def test_an_argmax_is_an_index_whatever_its_buffer_holds(tmp_path):
             tl.store(out_ptr, tl.load(arg_ptr + best))
         """)
     assert sig.spec["score_ptr"] == "*fp16" and sig.provenance["score_ptr"] == "naming"
+
+
+def test_an_index_made_of_a_size_does_not_make_the_size_a_float(tmp_path):
+    sig = signature(tmp_path, """
+        @triton.jit
+        def kern(x_ptr, out_ptr, H_out, W_out, scale_h, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            y_out = row % H_out
+            blocks = tl.cdiv(W_out, BLOCK)
+            src = tl.floor((y_out + 0.5) * scale_h)
+            tl.store(out_ptr + row * blocks + tl.arange(0, BLOCK), tl.load(x_ptr + src.to(tl.int32)))
+        """)
+    assert sig.spec["H_out"] == 4096 and sig.spec["W_out"] == 4096 and sig.spec["scale_h"] == "fp32"
