@@ -144,11 +144,8 @@ class UseTypes:
                             self.boolean.add(target.id)
                             changed = True
 
-    def _integer_name(self, node: ast.expr) -> bool:
-        """A name assigned only integer expressions of literals and constexpr parameters (``MASK = (1 << BITS) - 1``)."""
-        return isinstance(node, ast.Name) and node.id in self.int_names
-
     def _int_names(self) -> set[str]:
+        """Names assigned only integer expressions of literals and constexpr parameters (``MASK = (1 << BITS) - 1``)."""
         constexprs = {a.arg for a in [*self.func.args.posonlyargs, *self.func.args.args, *self.func.args.kwonlyargs]
                       if a.annotation is not None and "constexpr" in ast.dump(a.annotation)}
         values: dict[str, list[ast.expr]] = {}
@@ -317,7 +314,7 @@ class UseTypes:
                     found |= self._raw(node.right)
             elif isinstance(node, ast.BinOp) and isinstance(node.op, _BITWISE):
                 for side, other in ((node.left, node.right), (node.right, node.left)):
-                    if _is_int_constant(other) or self._integer_name(other):
+                    if _is_int_constant(other) or (isinstance(other, ast.Name) and other.id in self.int_names):
                         found |= self._raw(side)
             elif _callee(node) == "cdiv" and node.args:
                 found |= self._raw(node.args[0])
@@ -399,6 +396,4 @@ def _uses_of(module: ParsedModule, name: str) -> UseTypes | None:
 
 def use_types(module: ParsedModule, kernel: str, pointers: set[str]) -> UseTypes | None:
     """:class:`UseTypes` of ``kernel`` (None when it is no jit function of ``module``)."""
-    if kernel not in module.jit_functions:
-        return None
-    return UseTypes(module, kernel, pointers)
+    return UseTypes(module, kernel, pointers) if kernel in module.jit_functions else None
