@@ -30,7 +30,9 @@ def undefined_name(message: str) -> str | None:
 _TYPE_ERROR = re.compile(r"IncompatibleType|TypeError|\btype\b|dtype|static_assert|CompileTimeAssertionFailure"
                          r"|has no attribute '(?:to_ir|scalar|element_ty|primitive_bitwidth)'"
                          r"|'(?:tensor|int|float|bool|constexpr)' object has no attribute"
-                         r"|cannot cast|error encountered during parsing")  # an int32 cast to a pointer: MLIR rejects it
+                         r"|cannot cast|error encountered during parsing"  # an int32 cast to a pointer: MLIR rejects it
+                         r"|does not support (?:fp|bf|int|uint|i|u)\d+|cannot add pointers|Mask must have boolean"
+                         r"|incompatible function arguments")  # atomic_xchg on fp16, a float passed to device_assert
 
 
 def type_error(message: str) -> bool:

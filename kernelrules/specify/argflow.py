@@ -5,9 +5,10 @@
 * :func:`float_params`: a parameter compared or combined with a float literal is a float;
 * :func:`index_pointers`: a pointer whose loaded values are used as offsets of other
   pointers, as loop bounds or as integer loop-carried sums holds integers (``*i32``): a
-  float there does not compile, so a float guess for it can only fail;
-* :func:`comment_types`: a type written in a parameter's trailing comment
-  (``k,  # *f32 [B, T, H, D]``), as several packages document their kernels.
+  float there does not compile, so a float guess for it can only fail.
+
+Type comments and tensor descriptors: :mod:`kernelrules.specify.argnotes`; what the uses of values
+demand beyond pointer-ness: :mod:`kernelrules.specify.usetypes`.
 
 Only ``ast`` is read; nothing of the user's module runs.
 """
@@ -15,10 +16,10 @@ Only ``ast`` is read; nothing of the user's module runs.
 from __future__ import annotations
 
 import ast
-import re
+from pathlib import Path
 from typing import Callable, Mapping
 
-from ..discover.kernels import ParsedModule
+from ..discover.kernels import ParsedModule, cached_module
 
 #: ``tl.*`` functions whose pointer argument (keyword, position) roots a pointer.
 _POINTER_SINKS = {"load": ("pointer", 0), "store": ("pointer", 0), "make_block_ptr": ("base", 0),
@@ -58,15 +59,20 @@ def reachable(module: ParsedModule, root: str) -> frozenset[str]:
     return frozenset(seen)
 
 
-def propagate(func: ast.FunctionDef, names: dict[str, set[str]],
-              flow: Callable[[ast.expr], set[str]]) -> dict[str, set[str]]:
+def propagate(func: ast.FunctionDef, names: dict[str, set[str]], flow: Callable[[ast.expr], set[str]],
+              augmented: bool | Callable[[str], bool] = True) -> dict[str, set[str]]:
     """Grow ``names`` (in place) to a fixpoint: each local assigned a value gets ``flow(value)``, which may
-    read ``names`` (flow-insensitive: every assignment of the body counts)."""
+    read ``names`` (flow-insensitive: every assignment of the body counts).
+
+    ``augmented``: whether ``x += v`` gives ``x`` ``flow(v)`` too; a callable answers per target name."""
     assignments = []
     for node in ast.walk(func):
         if isinstance(node, ast.Assign):
             assignments.append((node.targets, node.value))
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            assignments.append(([node.target], node.value))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and (
+                augmented(node.target.id) if callable(augmented) else augmented):
             assignments.append(([node.target], node.value))
     changed = True
     while changed:
@@ -124,7 +130,13 @@ class PointerFlow:
     def local_roots(self, func: ast.FunctionDef, params: set[str]) -> dict[str, set[str]]:
         """Each name -> the parameters at the root of its pointer arithmetic (flow-insensitive)."""
         roots: dict[str, set[str]] = {p: {p} for p in params}
-        return propagate(func, roots, lambda value: self.roots(value, roots))
+        flow = lambda value: self.roots(value, roots)  # noqa: E731
+        # ``p += stride`` keeps ``p`` rooted where its assignments root it (read as ``p = stride`` it would
+        # root ``p`` at ``stride`` too); only a name no assignment roots takes the root of what is added
+        # to it (``t = tl.arange(...)`` then ``t += base_ptr``).
+        propagate(func, roots, flow, augmented=False)
+        rooted = {name for name, found in roots.items() if found}
+        return propagate(func, roots, flow, augmented=lambda name: name not in rooted)
 
     def roots(self, node: ast.expr, roots: Mapping[str, set[str]], bases: bool = False) -> set[str]:
         """Parameters a pointer expression is based on: the left operand of ``+``/``-`` chains.
@@ -141,6 +153,9 @@ class PointerFlow:
             return self.roots(node.value, roots, bases)
         if isinstance(node, ast.IfExp):
             return self.roots(node.body, roots, bases) | self.roots(node.orelse, roots, bases)
+        if isinstance(node, ast.Call) and _dotted(node.func).rpartition(".")[2] == "where" \
+                and len(node.args) == 3:
+            return self.roots(node.args[1], roots, bases) | self.roots(node.args[2], roots, bases)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POINTER_PASSTHROUGH:
             if node.func.attr == "to":
                 return self.roots(node.func.value, roots, bases)
@@ -168,12 +183,35 @@ class PointerFlow:
             return [call.args[position]] if len(call.args) > position else []
         if isinstance(func, ast.Name) and func.id in self.module.jit_functions:
             helper = self.module.jit_functions[func.id]
-            names = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
-            pointer_names = self.pointers.get(func.id, set())
-            out = [arg for name, arg in zip(names, call.args) if name in pointer_names]
-            out += [kw.value for kw in call.keywords if kw.arg in pointer_names]
-            return out
+            return _bound(call, helper, self.pointers.get(func.id, set()))
+        if isinstance(func, ast.Name) and func.id in self.module.import_sources:
+            found = _imported_helper(*self.module.import_sources[func.id])
+            return _bound(call, *found) if found is not None else []
         return []
+
+
+def _bound(call: ast.Call, helper: ast.FunctionDef, names: set[str]) -> list[ast.expr]:
+    """The arguments ``call`` passes to the parameters of ``helper`` named in ``names``."""
+    params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
+    out = [arg for name, arg in zip(params, call.args) if name in names]
+    return out + [kw.value for kw in call.keywords if kw.arg in names]
+
+
+#: (module path, helper) pairs whose pointer flow is being solved: an import cycle answers "no pointers".
+_SOLVING: set[tuple[Path, str]] = set()
+
+
+def _imported_helper(path: Path, name: str) -> tuple[ast.FunctionDef, set[str]] | None:
+    """A jit helper imported from another file of the package and its pointer parameters (None when that
+    file cannot be read, the name is no jit function there, or its flow is being solved: a cycle)."""
+    module = cached_module(path)
+    if not isinstance(module, ParsedModule) or name not in module.jit_functions or (path, name) in _SOLVING:
+        return None
+    _SOLVING.add((path, name))
+    try:
+        return module.jit_functions[name], pointer_flow(module, name).pointers.get(name, set())
+    finally:
+        _SOLVING.discard((path, name))
 
 
 def float_params(func: ast.FunctionDef, params: set[str]) -> set[str]:
@@ -206,8 +244,10 @@ _RANGES = ("range", "tl.range")
 
 
 def _is_load(node: ast.AST) -> bool:
+    """``tl.load(p)``, or ``tl.atomic_add(p, v)`` (an atomic returns the value it replaced: read from ``p``)."""
     func = node.func if isinstance(node, ast.Call) else None
-    return isinstance(func, ast.Attribute) and func.attr == "load" and isinstance(func.value, ast.Name)
+    return (isinstance(func, ast.Attribute) and (func.attr == "load" or func.attr.startswith("atomic_"))
+            and isinstance(func.value, ast.Name))
 
 
 def _load_pointer(call: ast.Call) -> ast.expr | None:
@@ -223,6 +263,10 @@ def _dotted(node: ast.expr) -> str:
     if isinstance(node, ast.Attribute):
         return f"{_dotted(node.value)}.{node.attr}"
     return ""
+
+
+#: ``tl`` calls that return positions, not values (``tl.argmax(x)`` is an index whatever ``x`` holds).
+_POSITIONS = ("argmax", "argmin")
 
 
 class _IndexFlow:
@@ -244,6 +288,8 @@ class _IndexFlow:
         if _is_load(node):  # its value comes from what the pointer points at, not from the offsets
             pointer = _load_pointer(node)
             return self._pointer_roots(pointer) if pointer is not None else set()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _POSITIONS:
+            return set()  # where a value is, not what it is: an index of any buffer's values
         found: set[str] = set()
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
@@ -271,13 +317,17 @@ class _IndexFlow:
         return found & self.pointers
 
     def address_uses(self) -> set[str]:
-        """Pointers whose loaded values become pointers (``tl.load(meta + i).to(out.dtype)``): they hold
-        64-bit addresses."""
+        """Pointers whose loaded values become pointers (``tl.load(meta + i).to(out.dtype)``,
+        ``tl.cast(v, tl.pointer_type(tl.uint8))``): they hold 64-bit addresses."""
         found: set[str] = set()
         for node in ast.walk(self.func):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to"
-                    and node.args and _is_pointer_type(node.args[0], self.pointers)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr == "to" and node.args and _is_pointer_type(node.args[0], self.pointers):
                 found |= self.sources(node.func.value)
+            elif (node.func.attr == "cast" and len(node.args) >= 2
+                  and _is_pointer_type(node.args[1], self.pointers)):
+                found |= self.sources(node.args[0])
         return found & self.pointers
 
     def _int_loop_sums(self) -> set[str]:
@@ -316,51 +366,3 @@ def address_pointers(module: ParsedModule, kernel: str, pointers: set[str]) -> s
     if func is None or not pointers:
         return set()
     return _IndexFlow(pointer_flow(module, kernel), func, pointers).address_uses()
-
-
-# --------------------------------------------------------------------------- type comments
-
-_COMMENT_TYPES = {"f32": "fp32", "fp32": "fp32", "float32": "fp32", "float": "fp32", "f16": "fp16",
-                  "fp16": "fp16", "float16": "fp16", "half": "fp16", "bf16": "bf16", "bfloat16": "bf16",
-                  "f64": "fp64", "fp64": "fp64", "i32": "i32", "int32": "i32", "i64": "i64", "int64": "i64",
-                  "i8": "i8", "int8": "i8", "u8": "u8", "uint8": "u8", "i16": "i16", "int16": "i16",
-                  "fp8": "fp8e4nv", "f8": "fp8e4nv", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5"}
-#: ``# *f32 [B, T]``, ``# *i32``, ``# int64[N] sizes``: a dtype after a star, or before a shape.
-_POINTER_COMMENT = re.compile(r"#\s*(?:\*\s*([A-Za-z0-9]+)\b|([A-Za-z0-9]+)\s*\[)")
-
-
-def comment_types(source_lines: list[str], func: ast.FunctionDef) -> dict[str, str]:
-    """Pointer types written after a parameter on its own line: ``k,  # *f32 [B, T, H, D]`` -> ``*fp32``,
-    ``sizes_ptr,  # int64[N] sizes`` -> ``*i64``.
-
-    Only a line that holds exactly one parameter counts, so the comment is that parameter's.
-    """
-    args = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
-    per_line: dict[int, list[ast.arg]] = {}
-    for arg in args:
-        per_line.setdefault(arg.lineno, []).append(arg)
-    found: dict[str, str] = {}
-    for line, on_line in per_line.items():
-        if len(on_line) != 1 or not 0 < line <= len(source_lines):
-            continue
-        match = _POINTER_COMMENT.search(source_lines[line - 1])
-        word = (match.group(1) or match.group(2)).lower() if match else ""
-        if word in _COMMENT_TYPES:
-            found[on_line[0].arg] = "*" + _COMMENT_TYPES[word]
-    return found
-
-
-# --------------------------------------------------------------------------- tensor descriptors
-
-#: Methods of a ``tl.tensor_descriptor`` argument (a host ``TensorDescriptor`` at launch).
-_DESCRIPTOR_METHODS = ("load", "store", "gather", "scatter", "atomic_add", "atomic_min", "atomic_max",
-                       "atomic_and", "atomic_or", "atomic_xor")
-
-
-def descriptor_params(func: ast.FunctionDef) -> set[str]:
-    """Parameters the body uses as tensor descriptors: ``desc.load([m, k])``, ``desc.store(...)``."""
-    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
-    return {node.func.value.id for node in ast.walk(func)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _DESCRIPTOR_METHODS and isinstance(node.func.value, ast.Name)
-            and node.func.value.id in params}

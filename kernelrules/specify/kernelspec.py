@@ -88,6 +88,10 @@ def resolve(kernel: Any, *, spec: Mapping[str, Mapping[str, Any]] | None = None,
     if at_launch:
         completed, note = _run_launch_code(kernel, completed, signature.spec, constexpr_provenance)
         notes += [note] if note else []
+    if completed:  # a pointer only in a branch these constexprs do not take is a scalar at this launch
+        from .livebranch import retype_dead_branch_pointers
+
+        retype_dead_branch_pointers(kernel, signature, completed[0][0].constexprs)
     guessed = {k: completed[0][0].constexprs.get(k, fixed.get(k)) for k, how in constexpr_provenance.items()
                if how == "default"}
     return ResolvedKernel(source, signature, tuple(completed), fixed,

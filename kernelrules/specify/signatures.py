@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .argflow import address_pointers, comment_types, descriptor_params, float_params, index_pointers, pointer_flow, used_names
+from .argflow import address_pointers, float_params, index_pointers, pointer_flow, used_names
+from .argnotes import comment_types, descriptor_params
+from .usetypes import use_types
 from ..atomicio import write_text_atomic
 from ..discover.kernels import DiscoveredKernel, ParsedModule, cached_module
 from ..errors import SignatureSpecError
@@ -318,7 +320,9 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
     module = cached_module(kernel.path)
     func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
     pointers = pointer_flow(module, kernel.name).pointers.get(kernel.name, set()) if func is not None else set()
-    floats = float_params(func, set(runtime)) if func is not None else set()
+    uses = use_types(module, kernel.name, pointers) if func is not None else None
+    integers = uses.integer_scalars() if uses is not None else set()
+    floats = (float_params(func, set(runtime)) | uses.float_scalars()) - integers if uses is not None else set()
     used = used_names(func) if func is not None else set()
     result.descriptors = sorted(descriptor_params(func) & set(runtime)) if func is not None else []
     for name in runtime:
@@ -332,7 +336,8 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
             result.set(name, pointer_dtype_from_name(name), "naming")
         elif name in floats:
             result.set(name, "fp32", "dataflow")
-        elif looks_like_float(name) and not looks_like_int(name):  # scale_cols, n_heads_scale: a count
+        elif looks_like_float(name) and not looks_like_int(name) and name not in integers:  # scale_cols: a count
+            # (``integers``: an offset or loop bound, where a float does not compile, is an int whatever its name)
             result.set(name, "fp32", "naming")
         elif name in used or looks_like_int(name) or func is not None:
             # Read as an integer, or never read at all (``q += off`` with no load, a parameter kept for
@@ -340,6 +345,8 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
             result.set(name, DEFAULT_INT, "default")
     if func is not None:
         _apply_argflow(module, kernel.name, func, result, pointers & set(runtime))
+    if uses is not None:
+        _apply_buffer_kinds(result, uses.buffer_kinds(), set(runtime))
     _guess_unit_strides(result, runtime)
 
 
@@ -354,6 +361,21 @@ def _apply_argflow(module: ParsedModule, name: str, func: ast.FunctionDef, resul
     for param, text in comment_types(module.source.splitlines(), func).items():
         if param in pointers or looks_like_pointer(param):
             result.set(param, text, "comment")
+
+
+#: Pointer type for each kind of element :meth:`~kernelrules.specify.usetypes.UseTypes.buffer_kinds` reads.
+_KIND_TYPES = {"int": "*i32", "fp32": "*fp32", "bool": "*i1"}
+
+
+def _apply_buffer_kinds(result: InferredSignature, kinds: Mapping[str, str], runtime: set[str]) -> None:
+    """Retype a pointer guessed from its name when its loaded values' uses demand another element type
+    (an integer the name names, ``*i64`` for ``ids_int64``, is kept)."""
+    for param, kind in kinds.items():
+        if param not in runtime:
+            continue
+        named = pointer_dtype_from_name(param)
+        text = kind if kind.startswith("*") else named if kind == "int" and named[1:2] in ("i", "u") else _KIND_TYPES[kind]
+        result.set(param, text, "dataflow")
 
 
 def _guess_unit_strides(result: InferredSignature, runtime: list[str]) -> None:

@@ -212,8 +212,10 @@ def test_lint_finds_guesses_that_compile(run_cli, tmp_path):
     for name, kernel in kernels.items():
         assert kernel["status"] == "analyzed", (name, kernel["message"])
         assert all(r["facts"]["compile_status"] == "ok" for r in kernel["results"]), name
-    # div_rn wants fp32: fp16 and bf16 guesses fail, fp32 compiles, and the report says so.
-    assert kernels["exact_ratio"]["signature_provenance"]["x_ptr"] == "naming (fp32: fp16 did not compile)"
+    # div_rn wants fp32: the buffers whose loaded values it takes are read as *fp32 from that use (dataflow),
+    # before any search (the search's retyping is unit-tested above).
+    assert kernels["exact_ratio"]["signature_provenance"]["x_ptr"] == "dataflow"
+    assert kernels["exact_ratio"]["signature_provenance"]["g_ptr"] == "dataflow"
     # `s` is defined only when USE_SCALE: False gave a NameError, True compiles.
     assert "USE_SCALE=True (False did not compile)" in kernels["scaled_copy"]["message"]
     assert "PRECISION=tf32" in kernels["tile_dot"]["message"] and "EVICT=" in kernels["tile_dot"]["message"]
