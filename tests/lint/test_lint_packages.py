@@ -127,6 +127,12 @@ def halve_bits(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
 
 
 @triton.jit
+def word_bits(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n).to(tl.int32, bitcast=True), mask=offs < n)
+
+
+@triton.jit
 def needs_doubles(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n)
@@ -142,8 +148,8 @@ def calls_nothing(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 128):
 
 
 def test_guessed_argument_types_that_do_not_type_check_are_ours_not_cmp001(run_cli, tmp_path):
-    """Pointers only guessed fp16: an integer kernel compiles with the next types tried (bf16, fp32, i8) and
-    is analyzed as i8; a type error no tried type fixes is needs-spec naming the guessed arguments; the
+    """An integer buffer read from its use (``>> 1``) is typed by dataflow; a pointer only guessed fp16
+    compiles with the next types tried (bf16, fp32, i8): a 32-bit bitcast is analyzed as fp32; a type error no tried type fixes is needs-spec naming the guessed arguments; the
     same error with the types given in a spec stays CMP001, and so does an error no argument type can
     cause (an unknown tl function)."""
     (tmp_path / "ints.py").write_text(TYPE_GUESSES)
@@ -151,7 +157,10 @@ def test_guessed_argument_types_that_do_not_type_check_are_ours_not_cmp001(run_c
     kernels = {k["name"]: k for k in report["kernels"]}
     halve = kernels["halve_bits"]
     assert halve["status"] == "analyzed", halve
-    assert halve["signature_provenance"]["x_ptr"] == "naming (i8: fp16 did not compile)"
+    assert halve["signature_provenance"]["x_ptr"] == "dataflow"
+    word = kernels["word_bits"]
+    assert word["status"] == "analyzed", word
+    assert word["signature_provenance"]["x_ptr"] == "naming (fp32: fp16 did not compile)"
     doubles = kernels["needs_doubles"]
     assert doubles["status"] == "needs-spec", doubles
     assert "guessed arguments x_ptr=*" in doubles["message"] and "\n" not in doubles["message"]
