@@ -25,7 +25,7 @@ from ..bounds import UNKNOWN, TooLarge, bounded_value
 from .discover_calls import Binding, classify_by_last_name, find_jit_calls
 from ..errors import KernelSourceError, KernelSyntaxError
 from .pkgsource import module_statements
-from .pyast import JIT_DECORATORS, assignment_target, is_constant_expr, is_jit
+from .pyast import JIT_DECORATORS, assignment_target, is_constant_expr, is_jit, is_triton_jit
 from .pysource import read_python
 
 #: Module names whose imports are kept (the name itself or any submodule).
@@ -159,7 +159,7 @@ def _reduce_module(source: str, path: Path) -> Reduced:
                 values.pop(name, None)
             continue
         if isinstance(node, ast.FunctionDef):
-            (functions if is_jit(node) else plain)[node.name] = node
+            (functions if is_triton_jit(node, aliases) else plain)[node.name] = node
     reduced = Reduced(source, tree, imports, constants, functions, plain, aliases, statements)
     _add_jit_calls(reduced)
     return reduced

@@ -106,3 +106,50 @@ def test_an_absolute_import_into_a_namespace_package_is_found(tmp_path, monkeypa
     assert set(other.misses) == {"nothing"}
     assert "nspkg.ops.fla.missing" in other.misses["nothing"].reason
     assert "\n" not in other.misses["nothing"].reason
+
+
+# --------------------------------------------------------------------------- another library's @jit
+
+OTHER_JIT = {
+    "otherjit/mhc.py": """
+        import triton
+        import triton.language as tl
+
+
+        class _Lazy:
+            def __getattr__(self, name):
+                return lambda *args, **kwargs: (lambda f: f)
+
+
+        tilelang = _Lazy()
+
+
+        @tilelang.jit(pass_configs={})
+        def tile_kernel(n: int):
+            return n
+
+
+        @triton.jit
+        def broadcast_kernel(x_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0)
+        """,
+}
+
+
+def test_a_function_under_another_librarys_jit_is_not_rebuilt(tmp_path, monkeypatch, unimport):
+    """``@tilelang.jit`` is not Triton's: the rebuilt module leaves it out instead of failing on
+    ``tilelang``, and the Triton kernel beside it loads with the key an import gives."""
+    from kernelrules.discover.kernelreduce import reduce_module
+    from kernelrules.discover.kernelsource import load_kernel
+
+    write(tmp_path, OTHER_JIT, packages=("otherjit",))
+    path = tmp_path / "otherjit/mhc.py"
+    reduced = reduce_module(path.read_text(), path)
+    assert "tile_kernel" in reduced.plain_functions and "tile_kernel" not in reduced.functions
+    handle = load_kernel(path, "broadcast_kernel")
+    assert not handle.unresolved_reasons
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import otherjit.mhc as imported
+
+    assert handle.fn.cache_key == imported.broadcast_kernel.cache_key
