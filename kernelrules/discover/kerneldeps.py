@@ -22,10 +22,12 @@ from typing import Iterator, Sequence
 from ..errors import KernelSourceError
 from .kernelreduce import Reduced, read_kernel_source, reduce_module
 from .pkgbranches import Choice
-from .pkgvalues import flag_value
-from .pkgfiles import FIX_HINT, Miss, Target, search_roots
+from .pkgcompute import cache_key, global_value
+from .pkgfiles import FIX_HINT, Miss, Target, module_file, search_roots
+from .standins import imported_module, standin_note, uses
+from ..triton_installed import CHECKED_ROOTS
 from .pkgsource import READER, attribute_chains, file_names, resolve, resolve_attribute
-from .pyast import BUILTIN_NAMES, global_loads, source_segment
+from .pyast import BUILTIN_NAMES, decorator_name, global_loads, source_segment
 
 @dataclass
 class Dependencies:
@@ -36,8 +38,9 @@ class Dependencies:
     constants: set[tuple[Path, str]] = field(default_factory=set)
     misses: dict[str, Miss] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    #: Flags computed at import time, bound to a decided or guessed value (by file and name).
-    flags: dict[tuple[Path, str], bool] = field(default_factory=dict)
+    #: Globals computed at import time, bound to a decided or guessed value (by file and name): a flag's
+    #: bool, else the value's stable text (:func:`kernelrules.discover.pkgcompute.global_value`).
+    flags: dict[tuple[Path, str], bool | str] = field(default_factory=dict)
 
     @property
     def external(self) -> bool:
@@ -45,14 +48,14 @@ class Dependencies:
         return any(p != self.path for p, _ in self.functions) or any(p != self.path for p, _ in self.constants)
 
 
-_REDUCED: dict[tuple[str, int, int], Reduced] = {}
+_REDUCED: dict[tuple[str, int, int, str | None], Reduced] = {}
 
 
 def reduced_file(path: Path) -> Reduced:
     """The reduced module of ``path`` (see :func:`kernelrules.discover.kernelreduce.reduce_module`), once per version."""
     path = Path(path).resolve()
     stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    key = (str(path), stat.st_mtime_ns, stat.st_size, cache_key())
     if key not in _REDUCED:
         if len(_REDUCED) > 1024:
             _REDUCED.clear()
@@ -96,10 +99,30 @@ def kernel_dependencies(path: str | os.PathLike[str], name: str, src: Sequence[s
                 stack.append((where, ref))
             elif ref in reduced.constants:
                 deps.constants.add((where, ref))
-            elif ref not in reduced.import_aliases and ref not in BUILTIN_NAMES:
+            elif ref not in reduced.import_aliases and (ref not in BUILTIN_NAMES or _shadows(where, ref)):
+                standin = _standin(where, func, ref, roots)
+                if standin is not None:
+                    _note(deps, [standin])
+                    continue
                 for target in _targets(where, func, ref, roots):
                     _add(deps, stack, target, ref, roots)
     return deps
+
+
+def _standin(path: Path, func: ast.FunctionDef, ref: str, roots: Sequence[Path]) -> Choice | None:
+    """The note for global ``ref`` of ``func`` when it is a module outside the package that a stand-in
+    covers (:mod:`kernelrules.discover.standins`), else None."""
+    module = imported_module(file_names(path).imports.get(ref), ref)
+    if module is None or module.split(".", 1)[0] in CHECKED_ROOTS or module_file(path, module, 0, roots) is not None:
+        return None
+    found = uses([func], ref, module)
+    return None if found is None else Choice(standin_note(module, found[1]))
+
+
+def _shadows(path: Path, name: str) -> bool:
+    """Whether module ``path`` binds builtin ``name`` itself (``pow = tl_extra_shim.pow``)."""
+    names = file_names(path)
+    return name in names.defined or name in names.imports
 
 
 def _note(deps: Dependencies, notes: Sequence[str]) -> None:
@@ -121,15 +144,25 @@ def _add(deps: Dependencies, stack: list, target: Target | Miss, ref: str, roots
         stack.append((target.path, target.name))
     elif target.name in reduced.constants:
         deps.constants.add((target.path, target.name))
-    elif target.name is not None and (flag := flag_value(target.path, target.name, roots, READER)) is not None:
-        deps.flags[(target.path, target.name)] = flag.value
+    elif target.name is not None and (flag := global_value(target.path, target.name, roots, READER)) is not None:
+        deps.flags[(target.path, target.name)] = flag.value if isinstance(flag.value, bool) else flag.shown
         _note(deps, [flag.note])
         if flag.guessed:
-            deps.misses.setdefault(ref, Miss(ref, flag.note, guessed=f"{target.name}={flag.value}"))
+            deps.misses.setdefault(ref, Miss(ref, flag.note, guessed=f"{target.name}={flag.shown}"))
+    elif target.name is not None and _constexpr_wrapped(reduced, target.name):
+        deps.misses.setdefault(ref, Miss(
+            ref, f"`{ref}` ({target.path.name}) is a Python function wrapped in @tl.constexpr, which Triton runs "
+                 "while compiling, and kernelrules runs none of the linted code unless asked: lint with --import"))
     else:
         deps.misses.setdefault(ref, Miss(
             ref, f"`{ref}` ({target.path.name}) is computed at import time, not a @triton.jit function or a "
                  f"literal constant, and kernelrules does not run module code; {FIX_HINT}"))
+
+
+def _constexpr_wrapped(reduced: Reduced, name: str) -> bool:
+    """Whether ``name`` is a plain ``def`` decorated ``@tl.constexpr`` (Python Triton calls at compile time)."""
+    func = reduced.plain_functions.get(name)
+    return func is not None and any(decorator_name(d) == "constexpr" for d in func.decorator_list)
 
 
 def source_hash(deps: Dependencies) -> str:

@@ -24,8 +24,9 @@ from typing import Any
 from ..bounds import UNKNOWN, TooLarge, bounded_value
 from .discover_calls import Binding, classify_by_last_name, find_jit_calls
 from ..errors import KernelSourceError, KernelSyntaxError
+from .pkgcompute import cache_key as facts_key
 from .pkgsource import module_statements
-from .pyast import JIT_DECORATORS, assignment_target, is_constant_expr, is_jit
+from .pyast import JIT_DECORATORS, assignment_target, is_constant_expr, is_jit, is_triton_jit
 from .pysource import read_python
 
 #: Module names whose imports are kept (the name itself or any submodule).
@@ -115,13 +116,13 @@ def _bound_names(node: ast.stmt) -> list[str]:
 
 #: Reduced modules by (path, source digest): a file is parsed and reduced once per process and content,
 #: however many kernels, hashes and dependency walks read it (a 1 MB module takes about a second).
-_REDUCE_CACHE: "collections.OrderedDict[tuple[str, str], Reduced]" = collections.OrderedDict()
+_REDUCE_CACHE: "collections.OrderedDict[tuple[str, str, str | None], Reduced]" = collections.OrderedDict()
 
 
 def reduce_module(source: str, path: Path) -> Reduced:
     """Split a parsed file into the imports, constants and jit functions kernels may use (cached per content;
     the result is shared, so callers must not change it)."""
-    key = (str(path), hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
+    key = (str(path), hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(), facts_key())
     found = _REDUCE_CACHE.get(key)
     if found is not None:
         _REDUCE_CACHE.move_to_end(key)
@@ -159,7 +160,7 @@ def _reduce_module(source: str, path: Path) -> Reduced:
                 values.pop(name, None)
             continue
         if isinstance(node, ast.FunctionDef):
-            (functions if is_jit(node) else plain)[node.name] = node
+            (functions if is_triton_jit(node, aliases) else plain)[node.name] = node
     reduced = Reduced(source, tree, imports, constants, functions, plain, aliases, statements)
     _add_jit_calls(reduced)
     return reduced

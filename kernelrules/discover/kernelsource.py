@@ -55,8 +55,9 @@ from ..errors import KernelSourceError
 from .kerneldeps import kernel_dependencies, source_hash
 from .kernelreduce import Reduced, read_kernel_source, reduce_module
 from .pkgfiles import Target, search_roots
-from .pkgsource import READER, attribute_chains, resolve, resolve_attribute
-from .pkgvalues import flag_value
+from .pkgsource import READER, attribute_chains, file_names, resolve, resolve_attribute
+from .pkgcompute import cache_key as facts_key, global_value
+from .standins import module_standin
 from .pyast import (BUILTIN_NAMES, HELPER_DECORATORS, JIT_DECORATORS, assignment_target, decorator_name, global_loads,
                     is_constant_expr, source_segment)
 
@@ -328,7 +329,7 @@ def _load_file(path: Path, src: tuple[str, ...], loading: set[str], names: froze
 
     ``names``: the jit functions to define (:func:`_needed`; None: all of them)."""
     source = read_kernel_source(path)
-    cache_key = (str(path), hashlib.sha256(source.encode()).hexdigest(), src, names)
+    cache_key = (str(path), hashlib.sha256(source.encode()).hexdigest(), src, names, facts_key())
     loaded = _LOADED.get(cache_key)
     if loaded is not None and all(_file_sha(p) == sha for p, sha in loaded.deps):
         return loaded
@@ -370,8 +371,8 @@ def _bind_imports(module: types.ModuleType, reduced: Reduced, path: Path, src: t
         if names is not None and func_name not in names:
             continue
         for ref in global_loads(func):
-            if ref not in reduced.functions and ref not in reduced.constants \
-                    and ref not in reduced.import_aliases and ref not in BUILTIN_NAMES:
+            if ref not in reduced.functions and ref not in reduced.constants and ref not in reduced.import_aliases \
+                    and (ref not in BUILTIN_NAMES or ref in file_names(path).defined or ref in file_names(path).imports):
                 wanted.setdefault(ref, []).append(func)
 
     def load(target: Target) -> _Loaded | None:
@@ -390,14 +391,17 @@ def _bind_imports(module: types.ModuleType, reduced: Reduced, path: Path, src: t
         other = load(target)
         found = None if other is None else other.module if target.name is None else \
             getattr(other.module, target.name, None)
-        if found is None and target.name is not None:  # a flag computed at import time: decided or guessed
-            flag = flag_value(target.path, target.name, roots, READER)
+        if found is None and target.name is not None:  # a global computed at import time: decided or guessed
+            flag = global_value(target.path, target.name, roots, READER)
             found = None if flag is None else flag.bound()
         return found
 
     for ref, funcs in sorted(wanted.items()):
         target = resolve(path, ref, roots)
         if not isinstance(target, Target):
+            standin = module_standin(path, ref, funcs, roots)  # ``import torch``: what the kernels read of it
+            if standin is not None:
+                module.__dict__[ref] = standin
             continue
         obj = value(target)
         if obj is None:

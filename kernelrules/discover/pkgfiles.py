@@ -89,6 +89,24 @@ def module_file(path: Path, module: str | None, level: int, roots: Sequence[Path
         found = module_path(root, parts)
         if found is not None:
             return found
+    return namespace_module(path, parts)
+
+
+def namespace_module(path: Path, parts: Sequence[str]) -> Path | None:
+    """The file of absolute module ``parts`` under a directory above ``path`` named ``parts[0]``.
+
+    A directory without ``__init__.py`` is a namespace package (PEP 420): the walk up the
+    ``__init__.py`` chain (:func:`package_root`) stops below it, so ``from pkg.ops.fla.op import
+    exp`` in ``pkg/ops/fla/chunk.py`` (``fla`` without ``__init__.py``) is not under the search
+    roots. Python finds it because the directory holding ``pkg`` is on the path, as it must be for
+    the importing file's own absolute import to work; so each directory above ``path`` named like
+    the import's first part (nearest first) stands for ``pkg``.
+    """
+    for directory in Path(path).resolve().parents:
+        if directory.name == parts[0] and directory.parent != directory:
+            found = module_path(directory.parent, parts)
+            if found is not None:
+                return found
     return None
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .pkgbranches import walk
+from .pkgcompute import cache_key, compute
 from .pkgfiles import FIX_HINT, Miss, Target, bound_by, handler_bindings, module_file, module_path, reads_environment
 from .pkgvalues import Reader
 from .pysource import read_python
@@ -72,7 +73,7 @@ class _Names:
     error: str | None = None
 
 
-_NAMES: dict[tuple[str, int, int], _Names] = {}
+_NAMES: dict[tuple[str, int, int, str | None], _Names] = {}
 _READING: set[str] = set()
 
 
@@ -81,7 +82,7 @@ def file_names(path: Path) -> _Names:
     path = Path(path).resolve()
     try:
         stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        key = (str(path), stat.st_mtime_ns, stat.st_size, cache_key())  # branches may read target facts
     except OSError as exc:
         return _Names(error=f"cannot read {path}: {exc.strerror or exc}")
     if key in _NAMES:
@@ -226,4 +227,4 @@ def _shown(roots: Sequence[Path]) -> str:
 
 
 #: How pkgbranches and pkgvalues read other files of the package while choosing a file's branches.
-READER = Reader(file_names, resolve)
+READER = Reader(file_names, resolve, compute)

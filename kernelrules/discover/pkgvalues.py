@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -48,6 +48,9 @@ class Reader:
 
     names: Callable[[Path], Any]
     resolve: Callable[[Path, str, Sequence[Path]], Any]
+    #: What :func:`evaluate` asks about an expression it does not decide itself (calls of the package's
+    #: functions, target platform facts: :func:`kernelrules.discover.pkgcompute.compute`), or None.
+    compute: Callable[[ast.expr, "Context"], Any] | None = None
 
 
 @dataclass
@@ -62,6 +65,12 @@ class Context:
     #: How other files of the package are read (globals imported from them are followed).
     reader: Reader
     depth: int = 0
+    #: Values of local names (the parameters and locals of a package function being interpreted).
+    locals: dict[str, Any] = field(default_factory=dict)
+    #: Notes of the target platform facts the evaluation used (shared by the contexts it derives).
+    facts: list[str] = field(default_factory=list)
+    #: Notes of the guesses the value rests on (an ``except ImportError`` fallback), shared likewise.
+    guesses: list[str] = field(default_factory=list)
 
 
 def file_context(path: Path, roots: tuple[Path, ...], depth: int, reader: Reader) -> Context:
@@ -120,10 +129,15 @@ def evaluate(node: ast.expr, ctx: Context) -> Any:
         found, obj = triton_object(node.args[0], ctx.lookup)
         return attribute(obj, node.args[1].value) is not MISSING if found else UNKNOWN
     if isinstance(node, ast.Name):
-        return _name_value(node.id, ctx)
+        value = _name_value(node.id, ctx)
+        if value is UNKNOWN and ctx.reader.compute is not None and ctx.depth <= 8:
+            return ctx.reader.compute(node, ctx)
+        return value
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords \
             and triton_object(node.func, ctx.lookup)[1] is _constexpr():  # ``tl.constexpr(x)`` is x
         return evaluate(node.args[0], ctx)
+    if ctx.reader.compute is not None:
+        return ctx.reader.compute(node, ctx)
     return UNKNOWN
 
 
@@ -134,13 +148,18 @@ def _constexpr() -> Any:
 
 def _name_value(name: str, ctx: Context) -> Any:
     """The value of global ``name`` read in ``ctx`` (its definition in this file or the one it imports)."""
+    if name in ctx.locals:
+        return ctx.locals[name]
     if name == "__name__":
         return "<module>"  # a module being imported is never __main__
-    if ctx.depth > 8 or ctx.lookup(name) is not None:
+    if ctx.depth > 8:
         return UNKNOWN
+    if ctx.lookup(name) is not None:  # a Triton (or math) import: the installed module's object
+        found, obj = triton_object(ast.Name(id=name, ctx=ast.Load()), ctx.lookup)
+        return obj if found else UNKNOWN
     defined = ctx.assigned(name)
     if defined is not None:
-        return evaluate(defined, replace(ctx, depth=ctx.depth + 1))
+        return evaluate(defined, replace(ctx, depth=ctx.depth + 1, locals={}))  # a global: no function's locals
     statement = ctx.imported(name)
     if not isinstance(statement, ast.ImportFrom):
         return UNKNOWN
@@ -149,7 +168,8 @@ def _name_value(name: str, ctx: Context) -> Any:
     target = None if found is None else ctx.reader.resolve(found, alias.name, ctx.roots)
     if not isinstance(target, Target) or target.name is None:
         return UNKNOWN
-    other = file_context(target.path, ctx.roots, ctx.depth + 1, ctx.reader)
+    other = replace(file_context(target.path, ctx.roots, ctx.depth + 1, ctx.reader), facts=ctx.facts,
+                    guesses=ctx.guesses)
     defined = other.assigned(target.name)
     return UNKNOWN if defined is None else evaluate(defined, other)
 

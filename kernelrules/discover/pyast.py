@@ -89,6 +89,21 @@ def is_jit(node: ast.FunctionDef) -> bool:
     return any(decorator_name(d) in JIT_DECORATORS + HELPER_DECORATORS for d in node.decorator_list)
 
 
+def is_triton_jit(node: ast.FunctionDef, aliases: set[str] | frozenset[str]) -> bool:
+    """Whether a function carries a jit decorator that starts at a name bound by a kept import
+    (``aliases``: ``triton``, ``tl``, ``jit`` from ``from triton import jit``).
+
+    ``@tilelang.jit`` or ``@numba.jit`` ends in ``jit`` too, but is another library's: the
+    rebuilt module has no ``tilelang`` to call, so such a function is a plain one there.
+    """
+    for dec in node.decorator_list:
+        dotted = dotted_name(dec.func if isinstance(dec, ast.Call) else dec)
+        if dotted is not None and dotted.rsplit(".", 1)[-1] in JIT_DECORATORS + HELPER_DECORATORS \
+                and dotted.split(".", 1)[0] in aliases:
+            return True
+    return False
+
+
 def global_loads(func: ast.FunctionDef) -> set[str]:
     """Names a function reads that it neither binds locally nor takes as parameters.
 

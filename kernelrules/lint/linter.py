@@ -29,6 +29,7 @@ from ..arch import load_arch
 from ..compile.cache import ResultCache
 from ..config import KernelConfig
 from ..discover.consent import allowing_user_code
+from ..discover.targetfacts import targeting
 from ..judge.engine import Engine, default_engine
 from ..errors import KernelrulesError
 from .findings import KernelReport, LintReport
@@ -110,7 +111,9 @@ class Linter:
 
         found = discover(paths)
         report = LintReport(kernels=[], findings=[], unused_suppressions=[], problems=[])
-        with allowing_user_code(self.options.import_modules):  # --import: the cross-compile may run the user's code
+        # --import: the cross-compile may run the user's code; the targets' platform facts (NVIDIA: torch.version.hip
+        # is None) decide module-level values for the walk over the package and the compile workers alike.
+        with allowing_user_code(self.options.import_modules), targeting(a.backend for a in self.archs):
             self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache)
             try:
                 self._run_kernels(found, report)
