@@ -31,12 +31,22 @@ OUTCOME = "outcome-"
 _CODE: list[str] = []
 
 
+def code_files() -> list[Path]:
+    """kernelrules' own Python files: the package (every stage) and its analyzers, wherever installed."""
+    import importlib.util
+
+    roots = [Path(__file__).resolve().parents[1]]
+    spec = importlib.util.find_spec("kernelrules.analyzers")  # found without running the package
+    roots += [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+    return sorted({path for root in roots for path in root.rglob("*.py")})
+
+
 def _code_fingerprint() -> str:
     """A hash of kernelrules' own source files, so an edited (editable) install never replays
     judgements an older version of the code made under the same version number."""
     if not _CODE:
         digest = hashlib.sha256()
-        for path in sorted(Path(__file__).parent.rglob("*.py")):
+        for path in code_files():
             digest.update(path.name.encode())
             try:
                 digest.update(path.read_bytes())

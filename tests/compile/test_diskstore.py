@@ -96,3 +96,17 @@ def test_entries_written_now_are_byte_identical_to_those_written_before(tmp_path
     written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert written == sorted(p.relative_to(OLD_ENTRIES) for p in OLD_ENTRIES.rglob("*") if p.is_file())
     assert all((tmp_path / p).read_bytes() == (OLD_ENTRIES / p).read_bytes() for p in written)
+
+
+def test_the_lint_judgement_key_covers_every_stage_of_kernelrules_and_its_analyzers():
+    """An edit anywhere in kernelrules (discovery, guessing, judging) or its analyzers must not replay a
+    judgement the older code made: the code fingerprint reads all of them, not only lint's own folder."""
+    import kernelrules
+    from kernelrules.lint.judgement_cache import code_files
+
+    package = Path(kernelrules.__file__).resolve().parent
+    files = {path.resolve() for path in code_files()}
+    for stage in ("discover", "specify", "compile", "predict", "judge", "lint", "adapters"):
+        stage_files = set((package / stage).glob("*.py"))
+        assert stage_files and stage_files <= files, stage
+    assert any(path.name == "facts_extract.py" for path in files)
