@@ -31,6 +31,7 @@ from typing import Any, Iterator, Sequence
 from .autotune_eval import ConfigEvaluator, ConfigSite, ModuleScope, Unsupported
 from .discover_calls import find_jit_calls
 from .pyast import dotted_name, global_loads
+from .pyparse import parse_source
 from .pysource import read_python
 
 #: Directory names never descended into.
@@ -309,7 +310,7 @@ class ParsedModule:
 
 def parse_module(path: Path, source: str) -> ParsedModule:
     """Parse ``source`` (raises :class:`SyntaxError`) and index its module-level names."""
-    tree = ast.parse(source, filename=str(path))
+    tree = parse_source(source, str(path))
     imports = ImportTable.from_module(tree)
     constants: dict[str, ast.expr] = {}
     history: dict[str, list[ast.expr]] = {}

@@ -33,6 +33,7 @@ from typing import Iterator, Sequence
 from .pkgbranches import walk
 from .pkgfiles import FIX_HINT, Miss, Target, bound_by, handler_bindings, module_file, module_path, reads_environment
 from .pkgvalues import Reader
+from .pyparse import parse_source
 from .pysource import read_python
 
 
@@ -90,7 +91,7 @@ def file_names(path: Path) -> _Names:
         return _Names(error=f"{path.name} is reached again (an import cycle) while kernelrules reads its branches")
     names = _Names()
     try:
-        tree = ast.parse(read_python(path), filename=str(path))
+        tree = parse_source(read_python(path), str(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as exc:
         names.error = f"cannot read {path.name}: {type(exc).__name__}: {exc}"
     else:

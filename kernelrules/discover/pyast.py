@@ -14,6 +14,7 @@ import ast
 import builtins
 import functools
 import re
+from typing import Iterator
 
 #: Names every module reads without binding or importing them: Python's builtins.
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -111,6 +112,36 @@ def global_loads(func: ast.FunctionDef) -> set[str]:
             if isinstance(node, ast.Name):
                 loads.discard(node.id)
     return loads - local
+
+
+#: Node types that never hold other nodes worth visiting: contexts (``Load``) and operators.
+_LEAF_TYPES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``root`` (itself included) but contexts and operators, depth first.
+
+    What :func:`ast.walk` yields, less the ``Load``/``Store`` and operator leaves, in another
+    order and about twice as fast: finding the launches in a 1 MB module walks 400,000 nodes."""
+    stack = [root]
+    push = stack.append
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, _LEAF_TYPES):
+                        push(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAF_TYPES):
+                push(value)
+
+
+def first_line(node: ast.stmt) -> int:
+    """The first line of a statement, its decorators included."""
+    decorators = getattr(node, "decorator_list", None) or ()
+    return min([node.lineno, *(d.lineno for d in decorators)])
 
 
 def source_segment(source: str, node: ast.AST) -> str:
