@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import functools
 import re
 from typing import Iterator
@@ -101,14 +102,14 @@ def global_loads(func: ast.FunctionDef) -> set[str]:
         if arg is not None:
             local.add(arg.arg)
     loads: set[str] = set()
-    for node in ast.walk(func):
+    for node in iter_nodes(func):
         if isinstance(node, ast.Name):
             (loads if isinstance(node.ctx, ast.Load) else local).add(node.id)
         elif isinstance(node, ast.FunctionDef) and node is not func:
             local.add(node.name)
     # Decorators are evaluated in the module scope; they are not dependencies of the body.
     for dec in func.decorator_list:
-        for node in ast.walk(dec):
+        for node in iter_nodes(dec):
             if isinstance(node, ast.Name):
                 loads.discard(node.id)
     return loads - local
@@ -119,15 +120,12 @@ _LEAF_TYPES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolo
 
 
 def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
-    """Every node under ``root`` (itself included) but contexts and operators, depth first.
-
-    What :func:`ast.walk` yields, less the ``Load``/``Store`` and operator leaves, in another
-    order and about twice as fast: finding the launches in a 1 MB module walks 400,000 nodes."""
-    stack = [root]
-    push = stack.append
-    while stack:
-        node = stack.pop()
-        yield node
+    """What :func:`ast.walk` yields, in the same (breadth-first) order, less contexts (``Load``, ``Store``)
+    and operators, and about twice as fast: a 1 MB module has 400,000 nodes."""
+    todo = collections.deque([root])
+    push, pop = todo.append, todo.popleft
+    while todo:
+        node = pop()
         for name in node._fields:
             value = getattr(node, name, None)
             if value.__class__ is list:
@@ -136,6 +134,7 @@ def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
                         push(item)
             elif isinstance(value, ast.AST) and not isinstance(value, _LEAF_TYPES):
                 push(value)
+        yield node
 
 
 def first_line(node: ast.stmt) -> int:
