@@ -26,6 +26,7 @@ from .pkgvalues import flag_value
 from .pkgfiles import FIX_HINT, Miss, Target, search_roots
 from .pkgsource import READER, attribute_chains, file_names, resolve, resolve_attribute
 from .pyast import BUILTIN_NAMES, global_loads, source_segment
+from .pysource import view_digest
 
 @dataclass
 class Dependencies:
@@ -45,14 +46,14 @@ class Dependencies:
         return any(p != self.path for p, _ in self.functions) or any(p != self.path for p, _ in self.constants)
 
 
-_REDUCED: dict[tuple[str, int, int], Reduced] = {}
+_REDUCED: dict[tuple[str, int, int, str | None], Reduced] = {}
 
 
 def reduced_file(path: Path) -> Reduced:
     """The reduced module of ``path`` (see :func:`kernelrules.discover.kernelreduce.reduce_module`), once per version."""
     path = Path(path).resolve()
     stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    key = (str(path), stat.st_mtime_ns, stat.st_size, view_digest(path))  # a worker may read a view of it
     if key not in _REDUCED:
         if len(_REDUCED) > 1024:
             _REDUCED.clear()

@@ -34,7 +34,7 @@ from .pkgbranches import walk
 from .pkgfiles import FIX_HINT, Miss, Target, bound_by, handler_bindings, module_file, module_path, reads_environment
 from .pkgvalues import Reader
 from .pyparse import parse_source
-from .pysource import read_python
+from .pysource import read_python, view_digest
 
 
 # --------------------------------------------------------------------------- statements
@@ -73,7 +73,7 @@ class _Names:
     error: str | None = None
 
 
-_NAMES: dict[tuple[str, int, int], _Names] = {}
+_NAMES: dict[tuple[str, int, int, str | None], _Names] = {}
 _READING: set[str] = set()
 
 
@@ -82,7 +82,7 @@ def file_names(path: Path) -> _Names:
     path = Path(path).resolve()
     try:
         stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        key = (str(path), stat.st_mtime_ns, stat.st_size, view_digest(path))
     except OSError as exc:
         return _Names(error=f"cannot read {path}: {exc.strerror or exc}")
     if key in _NAMES:

@@ -139,8 +139,8 @@ def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
 
 def first_line(node: ast.stmt) -> int:
     """The first line of a statement, its decorators included."""
-    decorators = getattr(node, "decorator_list", None) or ()
-    return min([node.lineno, *(d.lineno for d in decorators)])
+    decorators = getattr(node, "decorator_list", None)
+    return min(node.lineno, *(d.lineno for d in decorators)) if decorators else node.lineno
 
 
 def source_segment(source: str, node: ast.AST) -> str:
