@@ -23,6 +23,7 @@ cache they share; the call-made jit functions are already in discover_calls.py.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import os
 from dataclasses import dataclass, field
@@ -643,16 +644,16 @@ def _heuristics(decorator: ast.Call, module: ParsedModule, problems: list[Proble
 
 def _helpers(module: ParsedModule, name: str) -> list[str]:
     """Jit functions of the same file reachable by calls from ``name`` (transitively), in discovery order."""
-    found: list[str] = []
-    stack = [name]
+    found: dict[str, None] = {}  # ordered, and a kernel calling thousands of helpers is not quadratic
+    stack = collections.deque([name])
     while stack:
-        current = stack.pop(0)
+        current = stack.popleft()
         # A call, or a reference (``tl.reduce(x, 0, combine)``, ``tl.associative_scan``).
         for callee in module.loads(current):
             if callee in module.jit_functions and callee != name and callee not in found:
-                found.append(callee)
+                found[callee] = None
                 stack.append(callee)
-    return found
+    return list(found)
 
 
 def _constexpr_globals(module: ParsedModule, functions: list[str]) -> dict[str, Any]:
@@ -661,7 +662,7 @@ def _constexpr_globals(module: ParsedModule, functions: list[str]) -> dict[str, 
     for fname in functions:
         names |= global_loads(module.jit_functions[fname])
     values: dict[str, Any] = {}
-    for name in sorted(names & set(module.constants)):
+    for name in sorted(n for n in names if n in module.constants):
         try:
             value = ConfigEvaluator(module.scope(), step_limit=1000).eval(module.constants[name], {})
         except (Unsupported, RecursionError, TypeError):
@@ -751,12 +752,20 @@ def _link_helpers(kernels: list[DiscoveredKernel], modules: list[ParsedModule]) 
             resolved[path] = path.resolve()
         return resolved[path]
 
+    callers: dict[int, set[str]] = {}  # called_by as sets: a helper of thousands of kernels is not quadratic
+
+    def called_by(callee: DiscoveredKernel, caller: str) -> None:
+        seen = callers.setdefault(id(callee), set(callee.called_by))
+        if caller not in seen:
+            seen.add(caller)
+            callee.called_by.append(caller)
+
     by_file = {(resolve(k.path), k.name): k for k in kernels}
     for kernel in kernels:
         for helper in kernel.helpers:
             callee = by_file.get((resolve(kernel.path), helper))
-            if callee is not None and f"{kernel.path.name}:{kernel.name}" not in callee.called_by:
-                callee.called_by.append(f"{kernel.path.name}:{kernel.name}")
+            if callee is not None:
+                called_by(callee, f"{kernel.path.name}:{kernel.name}")
     for module in modules:
         for name in module.jit_functions:
             caller = by_file.get((resolve(module.path), name))
@@ -771,5 +780,4 @@ def _link_helpers(kernels: list[DiscoveredKernel], modules: list[ParsedModule]) 
                     continue
                 if callee.name not in caller.helpers:
                     caller.helpers.append(callee.name)
-                if f"{module.path.name}:{name}" not in callee.called_by:
-                    callee.called_by.append(f"{module.path.name}:{name}")
+                called_by(callee, f"{module.path.name}:{name}")

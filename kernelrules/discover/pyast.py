@@ -139,8 +139,11 @@ def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
 
 def first_line(node: ast.stmt) -> int:
     """The first line of a statement, its decorators included."""
-    decorators = getattr(node, "decorator_list", None)
-    return min(node.lineno, *(d.lineno for d in decorators)) if decorators else node.lineno
+    line = node.lineno
+    for decorator in getattr(node, "decorator_list", ()):
+        if decorator.lineno < line:
+            line = decorator.lineno
+    return line
 
 
 def source_segment(source: str, node: ast.AST) -> str:
