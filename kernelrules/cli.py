@@ -1,8 +1,9 @@
 """The ``kernelrules`` command line (typer). Arguments in, engine calls, exit code out.
 
 Exit codes follow ruff: 0 clean, 1 findings (an error-severity rule fired),
-2 usage, configuration or internal error. User errors print one line; a
-traceback is shown only with ``KERNELRULES_DEBUG=1``.
+2 usage, configuration or internal error. User errors print one line (usage
+errors too: :mod:`kernelrules.cli_usage`); a traceback is shown only with
+``KERNELRULES_DEBUG=1``.
 
 Why over 400 lines: one typer function per command with its options and help text; no logic lives
 here (lint, tune and pin own their work).
@@ -24,10 +25,12 @@ from . import __version__
 from .atomicio import write_output
 from .cli_pin import register as _register_pin
 from .cli_tune import register as _register_tuning
+from .cli_usage import OneLineUsageGroup, name_every_command
 from .errors import EXIT_USAGE, KernelrulesError, mask_credentials, shorten
 
 app = typer.Typer(
     name="kernelrules",
+    cls=OneLineUsageGroup,  # usage errors (bad option, argument, value, command) are one line, exit 2
     help="Hardware-aware rules engine and static analyzer for Triton GPU kernels.",
     no_args_is_help=True,
     add_completion=False,
@@ -509,6 +512,7 @@ def spec_command(
 
 _register_tuning(app)
 _register_pin(app)
+name_every_command(app)
 
 
 def main() -> None:
