@@ -32,7 +32,7 @@ from typing import Any, Iterator, Sequence
 
 from .autotune_eval import ConfigEvaluator, ConfigSite, ModuleScope, Unsupported
 from .discover_calls import find_jit_calls
-from .pyast import dotted_name, global_loads, iter_nodes
+from .pyast import dotted_name, function_names
 from .pyparse import parse_source
 from .pysource import read_python
 
@@ -292,12 +292,18 @@ class ParsedModule:
 
     def loads(self, name: str) -> dict[str, None]:
         """The names jit function ``name`` reads (``ast.Name`` loads), each once, in :func:`ast.walk` order;
-        walked once per function (discovery asks for each function's helpers, then links them)."""
-        memo = self.__dict__.setdefault("_loads", {})
+        walked once per function (discovery asks for each function's helpers, globals and links)."""
+        return self._names(name)[0]
+
+    def global_loads(self, name: str) -> set[str]:
+        """:func:`kernelrules.discover.pyast.global_loads` of jit function ``name``, from the same walk."""
+        return self._names(name)[1]
+
+    def _names(self, name: str) -> tuple[dict[str, None], set[str]]:
+        memo = self.__dict__.setdefault("_function_names", {})
         found = memo.get(name)
         if found is None:
-            found = memo[name] = {node.id: None for node in iter_nodes(self.jit_functions[name])
-                                  if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+            found = memo[name] = function_names(self.jit_functions[name])
         return found
 
     def segment(self, node: ast.AST) -> str:
@@ -660,7 +666,7 @@ def _constexpr_globals(module: ParsedModule, functions: list[str]) -> dict[str, 
     """Module-level literal constants (``tl.constexpr(<literal>)`` unwrapped) that ``functions`` read."""
     names: set[str] = set()
     for fname in functions:
-        names |= global_loads(module.jit_functions[fname])
+        names |= module.global_loads(fname)
     values: dict[str, Any] = {}
     for name in sorted(n for n in names if n in module.constants):
         try:

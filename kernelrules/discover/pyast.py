@@ -96,23 +96,32 @@ def global_loads(func: ast.FunctionDef) -> set[str]:
 
     A flow-insensitive approximation of Python's scoping, good enough for kernels.
     """
+    return function_names(func)[1]
+
+
+def function_names(func: ast.FunctionDef) -> tuple[dict[str, None], set[str]]:
+    """``(every name the function reads, in ast.walk order; its global_loads)``, from one walk of it."""
     local: set[str] = set()
     args = func.args
     for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
         if arg is not None:
             local.add(arg.arg)
-    loads: set[str] = set()
+    loads: dict[str, None] = {}
     for node in iter_nodes(func):
         if isinstance(node, ast.Name):
-            (loads if isinstance(node.ctx, ast.Load) else local).add(node.id)
+            if isinstance(node.ctx, ast.Load):
+                loads[node.id] = None
+            else:
+                local.add(node.id)
         elif isinstance(node, ast.FunctionDef) and node is not func:
             local.add(node.name)
+    found = set(loads)
     # Decorators are evaluated in the module scope; they are not dependencies of the body.
     for dec in func.decorator_list:
         for node in iter_nodes(dec):
             if isinstance(node, ast.Name):
-                loads.discard(node.id)
-    return loads - local
+                found.discard(node.id)
+    return loads, found - local
 
 
 #: Node types that never hold other nodes worth visiting: contexts (``Load``) and operators.
