@@ -84,3 +84,20 @@ def test_all_statements_are_the_statements_ast_walk_finds():
     assert len(found) == len(expected) and set(found) == expected
     # as when each handler was found with ast.walk: `except*` (TryStar) is not read, as before
     assert handler_bindings(tree.body) == {"foo", "Fallback", "INNER", "W"}
+
+
+def test_parsing_pauses_the_cyclic_collector_and_restores_it():
+    import gc
+
+    pyparse.clear()
+    assert gc.isenabled()
+    pyparse.parse_source("X = 1\n", "x.py")
+    with pytest.raises(SyntaxError):
+        pyparse.parse_source("X = (\n", "x.py")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        pyparse.parse_source("Y = 2\n", "y.py")
+        assert not gc.isenabled()  # a caller's pause is left as it was
+    finally:
+        gc.enable()
