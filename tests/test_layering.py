@@ -61,6 +61,7 @@ def test_nothing_imports_the_cli():
     assert importers_of("kernelrules.cli") <= {"kernelrules.cli", "kernelrules.__main__"}
     assert importers_of("kernelrules.cli_tune") == {"kernelrules.cli"}
     assert importers_of("kernelrules.cli_pin") == {"kernelrules.cli"}
+    assert importers_of("kernelrules.cli_usage") == {"kernelrules.cli"}
 
 
 def test_the_engine_imports_no_tuner():
@@ -226,7 +227,7 @@ def imported_by(module: str) -> set[str]:
 #: The adapters over the judging core (tuner integrations, the prune API) and the command-line layers above it.
 ADAPTERS = ("prune_api", "kernel_prune", "triton", "triton_perf", "triton_prune", "optuna_helper", "precompile",
             "autotune_context", "static_pick", "pinned_launch")
-LINT_AND_CLI = ("lint", "check_kernel", "pinned_lint", "cli", "cli_tune", "cli_pin", "reporters")
+LINT_AND_CLI = ("lint", "check_kernel", "pinned_lint", "cli", "cli_tune", "cli_pin", "cli_usage", "reporters")
 
 
 def test_the_judging_core_imports_no_adapter_nor_lint_nor_the_cli():
@@ -257,7 +258,8 @@ STAGE_ORDER = (
     ("cli",),
 )
 RANK = {stage: rank for rank, stages in enumerate(STAGE_ORDER) for stage in stages}
-CLI_MODULES = {"kernelrules.cli", "kernelrules.cli_tune", "kernelrules.cli_pin", "kernelrules.__main__"}
+CLI_MODULES = {"kernelrules.cli", "kernelrules.cli_tune", "kernelrules.cli_pin", "kernelrules.cli_usage",
+               "kernelrules.__main__"}
 
 
 def stage_of(module: str) -> str | None:

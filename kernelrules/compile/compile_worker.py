@@ -1,6 +1,6 @@
 """The compile worker process: ``python -m kernelrules.compile.pool`` (see :mod:`kernelrules.compile.pool`).
 
-A worker reads length-prefixed pickles of ``(job_id, CompileJob, triton_cache_dir)`` from
+A worker reads length-prefixed pickles of ``(job_id, CompileJob, triton_cache_dir, views)`` from
 its stdin and answers ``(job_id, CompileResult)`` on its original stdout, after one
 ``(READY, pid)`` once Triton is imported. It moves its own stdout and stderr aside at start
 so that nothing Triton, LLVM or ptxas prints can corrupt that channel; what a failing
@@ -8,6 +8,10 @@ compile printed is returned in :attr:`CompileResult.log`. Each job compiles with
 private Triton cache emptied after it, or the shared one it was sent with. When the
 pool's process is gone the worker removes its scratch directory and kills its process
 group (ptxas included).
+
+``views`` (:func:`job_views`) are what the worker reads of a large kernel file instead of the
+whole file (:mod:`kernelrules.discover.kernelview`): the pool's process has parsed the file
+already, and each worker would take seconds to parse it again.
 
 The parent side (starting, feeding and timing workers) is :class:`kernelrules.compile.pool.CompilePool`;
 the framing below is shared by both.
@@ -26,6 +30,7 @@ import sys
 import tempfile
 from typing import Iterator
 
+from ..discover.pysource import use_views
 from .compilejob import CompileJob, CompileResult
 from .triton_key import install as install_triton_key
 from .workers import watch_parent
@@ -62,6 +67,33 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+# --------------------------------------------------------------------------- views
+
+
+#: The last views made, by (real path, kernel, modification time, size) of the kernel's file.
+_VIEWS: dict[tuple[str, str, int, int], tuple] = {}
+
+
+def job_views(job: CompileJob) -> tuple:
+    """The :class:`kernelrules.discover.kernelview.FileView` s to send with ``job`` (none for a small file,
+    or when anything goes wrong making one: the worker then reads the whole file, as it would anyway)."""
+    from ..discover.kernelview import kernel_view
+    from ..errors import KernelrulesError
+
+    try:
+        path = os.path.realpath(job.path)
+        stat = os.stat(path)
+        key = (path, job.kernel, stat.st_mtime_ns, stat.st_size)
+        if key not in _VIEWS:
+            view = kernel_view(path, job.kernel)
+            if len(_VIEWS) >= 64:
+                _VIEWS.clear()
+            _VIEWS[key] = (view,) if view is not None else ()
+        return _VIEWS[key]
+    except (KernelrulesError, OSError, ValueError, RecursionError, MemoryError):
+        return ()
 
 
 # --------------------------------------------------------------------------- worker side
@@ -158,7 +190,8 @@ def main() -> None:
         if payload is None:  # the pool closed our stdin, or its process is gone
             shutil.rmtree(scratch, ignore_errors=True)
             return
-        job_id, job, shared_cache, *rest = pickle.loads(payload)
+        job_id, job, shared_cache, views, *rest = pickle.loads(payload)
+        use_views(views)  # read the kernel's large file as the part the kernel needs
         if rest:
             install_triton_key(rest[0])  # the parent's Triton source hash (kernelrules.compile.triton_key)
         # Triton reads TRITON_CACHE_DIR at every compile: a shared cache is used as is,

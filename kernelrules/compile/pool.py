@@ -22,7 +22,7 @@ compile runs in a worker process:
   with or without torch, so the specializer is initialised with torch hidden.
 
 The parent talks to a worker (:mod:`kernelrules.compile.compile_worker`, the worker's side) over
-pipes: length-prefixed pickles of ``(job_id, CompileJob, triton_cache_dir)`` on the
+pipes: length-prefixed pickles of ``(job_id, CompileJob, triton_cache_dir, views)`` on the
 worker's stdin, ``(job_id, CompileResult)`` back on its stdout. The worker moves its own
 stdout/stderr aside at start so that nothing Triton, LLVM or ptxas prints can corrupt that
 channel; what a failing compile printed is returned in :attr:`CompileResult.log`.
@@ -44,7 +44,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from .compile_worker import HEADER, READY, frame, write_all
+from .compile_worker import HEADER, READY, frame, job_views, write_all
 from .compilejob import CompileJob, CompileResult
 from .triton_key import ParentTritonKey
 from .worker_env import worker_environment
@@ -310,14 +310,14 @@ class CompilePool:
     def _dispatch(self, worker: _Worker, job: CompileJob, key: str | None, shared_dir: str | None = None) -> None:
         """Send one job to an idle worker and start its clock (``shared_dir``: the Triton cache it may use)."""
         self._next_id += 1
+        message = frame((self._next_id, job, shared_dir, job_views(job), self._triton_key.value))  # before the clock starts
         worker.job_id, worker.job = self._next_id, job
         self._keys[self._next_id] = key
         limit = job.timeout if job.timeout is not None else self.timeout
         worker.dispatched = time.monotonic()
         worker.process.arm(limit, now=worker.dispatched)
         try:
-            message = (worker.job_id, job, shared_dir, self._triton_key.value)
-            write_all(worker.proc.stdin.fileno(), frame(message))  # type: ignore[union-attr]
+            write_all(worker.proc.stdin.fileno(), message)  # type: ignore[union-attr]
         except OSError:
             pass  # the worker died; _wait sees its end of file
 

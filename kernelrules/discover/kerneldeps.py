@@ -28,6 +28,7 @@ from .standins import imported_module, standin_note, uses
 from ..triton_installed import CHECKED_ROOTS
 from .pkgsource import READER, attribute_chains, file_names, resolve, resolve_attribute
 from .pyast import BUILTIN_NAMES, decorator_name, global_loads, source_segment
+from .pysource import view_digest
 
 @dataclass
 class Dependencies:
@@ -55,7 +56,7 @@ def reduced_file(path: Path) -> Reduced:
     """The reduced module of ``path`` (see :func:`kernelrules.discover.kernelreduce.reduce_module`), once per version."""
     path = Path(path).resolve()
     stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size, cache_key())
+    key = (str(path), stat.st_mtime_ns, stat.st_size, cache_key(), view_digest(path))  # a worker may read a view
     if key not in _REDUCED:
         if len(_REDUCED) > 1024:
             _REDUCED.clear()

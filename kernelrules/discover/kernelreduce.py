@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import collections
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from ..errors import KernelSourceError, KernelSyntaxError
 from .pkgcompute import cache_key as facts_key
 from .pkgsource import module_statements
 from .pyast import JIT_DECORATORS, assignment_target, is_constant_expr, is_jit, is_triton_jit
+from .pyparse import parse_source, text_digest
 from .pysource import read_python
 
 #: Module names whose imports are kept (the name itself or any submodule).
@@ -62,22 +62,11 @@ def read_kernel_source(path: Path) -> str:
         raise KernelSourceError(f"cannot read file: {exc}", path=str(path)) from None
 
 
-#: The last parsed files, by (path, sha256 of the text): a run asks for one file's tree several times
-#: (source hash, load, helpers), and a large file takes seconds to parse. The trees are never mutated.
-_TREES: dict[tuple[str, str], ast.Module] = {}
-
-
 def _parse(source: str, path: Path) -> ast.Module:
-    """Parse the file (once per content), turning a syntax error into a located error."""
-    key = (str(path), hashlib.sha256(source.encode()).hexdigest())
-    if key in _TREES:
-        return _TREES[key]
+    """Parse the file (once per content: :mod:`kernelrules.discover.pyparse`), turning a syntax error into a
+    located error."""
     try:
-        tree = ast.parse(source, filename=str(path))
-        if len(_TREES) >= 32:
-            _TREES.clear()
-        _TREES[key] = tree
-        return tree
+        return parse_source(source, str(path))
     except SyntaxError as exc:
         raise KernelSyntaxError(
             f"syntax error: {exc.msg}", path=str(path), line=exc.lineno, column=exc.offset
@@ -122,7 +111,7 @@ _REDUCE_CACHE: "collections.OrderedDict[tuple[str, str, str | None], Reduced]" =
 def reduce_module(source: str, path: Path) -> Reduced:
     """Split a parsed file into the imports, constants and jit functions kernels may use (cached per content;
     the result is shared, so callers must not change it)."""
-    key = (str(path), hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(), facts_key())
+    key = (str(path), text_digest(source), facts_key())
     found = _REDUCE_CACHE.get(key)
     if found is not None:
         _REDUCE_CACHE.move_to_end(key)

@@ -23,6 +23,8 @@ cache they share; the call-made jit functions are already in discover_calls.py.
 from __future__ import annotations
 
 import ast
+import collections
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +32,8 @@ from typing import Any, Iterator, Sequence
 
 from .autotune_eval import ConfigEvaluator, ConfigSite, ModuleScope, Unsupported
 from .discover_calls import find_jit_calls
-from .pyast import dotted_name, global_loads
+from .pyast import dotted_name, function_names
+from .pyparse import parse_source
 from .pysource import read_python
 
 #: Directory names never descended into.
@@ -287,6 +290,22 @@ class ParsedModule:
         other = _cached_module(source[0])
         return (other.scope(), source[1]) if other is not None else None
 
+    def loads(self, name: str) -> dict[str, None]:
+        """The names jit function ``name`` reads (``ast.Name`` loads), each once, in :func:`ast.walk` order;
+        walked once per function (discovery asks for each function's helpers, globals and links)."""
+        return self._names(name)[0]
+
+    def global_loads(self, name: str) -> set[str]:
+        """:func:`kernelrules.discover.pyast.global_loads` of jit function ``name``, from the same walk."""
+        return self._names(name)[1]
+
+    def _names(self, name: str) -> tuple[dict[str, None], set[str]]:
+        memo = self.__dict__.setdefault("_function_names", {})
+        found = memo.get(name)
+        if found is None:
+            found = memo[name] = function_names(self.jit_functions[name])
+        return found
+
     def segment(self, node: ast.AST) -> str:
         """Source text of ``node`` (the file's lines are split once, not on every call)."""
         lines = self.__dict__.get("_lines")
@@ -309,7 +328,7 @@ class ParsedModule:
 
 def parse_module(path: Path, source: str) -> ParsedModule:
     """Parse ``source`` (raises :class:`SyntaxError`) and index its module-level names."""
-    tree = ast.parse(source, filename=str(path))
+    tree = parse_source(source, str(path))
     imports = ImportTable.from_module(tree)
     constants: dict[str, ast.expr] = {}
     history: dict[str, list[ast.expr]] = {}
@@ -424,6 +443,23 @@ def cached_module(path: str | Path, *, needs: str | None = None) -> "ParsedModul
     if needs is not None and isinstance(found, ParsedModule) and needs not in found.source:
         return None
     return found
+
+
+def _remember(module: ParsedModule) -> None:
+    """Let :func:`cached_module` answer with a module discovery parsed (named by the path as given), instead of
+    indexing the file again: the same module under the resolved path."""
+    try:
+        path = module.path.resolve()
+        stat = path.stat()
+    except (OSError, RuntimeError):
+        return
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if key in _MODULE_CACHE or stat.st_size != len(module.source.encode("utf-8", "surrogatepass")):
+        return  # known already, or not the text read (a file changed since, or decoded from another encoding)
+    if len(_MODULE_CACHE) >= _MODULE_CACHE_SIZE:
+        _MODULE_CACHE.clear()
+    _MODULE_CACHE[key] = module if path == module.path else dataclasses.replace(
+        module, path=path, import_sources=_import_sources(path, module.tree))
 
 
 def _cached_module(path: Path) -> "ParsedModule | None":
@@ -614,27 +650,25 @@ def _heuristics(decorator: ast.Call, module: ParsedModule, problems: list[Proble
 
 def _helpers(module: ParsedModule, name: str) -> list[str]:
     """Jit functions of the same file reachable by calls from ``name`` (transitively), in discovery order."""
-    found: list[str] = []
-    stack = [name]
+    found: dict[str, None] = {}  # ordered, and a kernel calling thousands of helpers is not quadratic
+    stack = collections.deque([name])
     while stack:
-        current = stack.pop(0)
-        for node in ast.walk(module.jit_functions[current]):
-            # A call, or a reference (``tl.reduce(x, 0, combine)``, ``tl.associative_scan``).
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                callee = node.id
-                if callee in module.jit_functions and callee != name and callee not in found:
-                    found.append(callee)
-                    stack.append(callee)
-    return found
+        current = stack.popleft()
+        # A call, or a reference (``tl.reduce(x, 0, combine)``, ``tl.associative_scan``).
+        for callee in module.loads(current):
+            if callee in module.jit_functions and callee != name and callee not in found:
+                found[callee] = None
+                stack.append(callee)
+    return list(found)
 
 
 def _constexpr_globals(module: ParsedModule, functions: list[str]) -> dict[str, Any]:
     """Module-level literal constants (``tl.constexpr(<literal>)`` unwrapped) that ``functions`` read."""
     names: set[str] = set()
     for fname in functions:
-        names |= global_loads(module.jit_functions[fname])
+        names |= module.global_loads(fname)
     values: dict[str, Any] = {}
-    for name in sorted(names & set(module.constants)):
+    for name in sorted(n for n in names if n in module.constants):
         try:
             value = ConfigEvaluator(module.scope(), step_limit=1000).eval(module.constants[name], {})
         except (Unsupported, RecursionError, TypeError):
@@ -703,6 +737,7 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> DiscoveryResult:
             result.problems.append(parsed)
             continue
         modules.append(parsed)
+        _remember(parsed)
         kernels, problems = discover_module(parsed)
         result.kernels.extend(kernels)
         result.problems.extend(problems)
@@ -716,25 +751,39 @@ def _link_helpers(kernels: list[DiscoveredKernel], modules: list[ParsedModule]) 
     ``from .utils import element_mul`` then ``element_mul(...)`` inside a jit function makes
     ``utils.element_mul`` a helper of that kernel (by name, as ``helpers`` holds names).
     """
-    by_file = {(k.path.resolve(), k.name): k for k in kernels}
+    resolved: dict[Path, Path] = {}
+
+    def resolve(path: Path) -> Path:  # once per file, not once per function (16,000 in a 1 MB file)
+        if path not in resolved:
+            resolved[path] = path.resolve()
+        return resolved[path]
+
+    callers: dict[int, set[str]] = {}  # called_by as sets: a helper of thousands of kernels is not quadratic
+
+    def called_by(callee: DiscoveredKernel, caller: str) -> None:
+        seen = callers.setdefault(id(callee), set(callee.called_by))
+        if caller not in seen:
+            seen.add(caller)
+            callee.called_by.append(caller)
+
+    by_file = {(resolve(k.path), k.name): k for k in kernels}
     for kernel in kernels:
         for helper in kernel.helpers:
-            callee = by_file.get((kernel.path.resolve(), helper))
-            if callee is not None and f"{kernel.path.name}:{kernel.name}" not in callee.called_by:
-                callee.called_by.append(f"{kernel.path.name}:{kernel.name}")
+            callee = by_file.get((resolve(kernel.path), helper))
+            if callee is not None:
+                called_by(callee, f"{kernel.path.name}:{kernel.name}")
     for module in modules:
-        for name, func in module.jit_functions.items():
-            caller = by_file.get((module.path.resolve(), name))
+        for name in module.jit_functions:
+            caller = by_file.get((resolve(module.path), name))
             if caller is None:
                 continue
-            for node in ast.walk(func):
-                if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)) or node.id in module.jit_functions:
+            for ref in module.loads(name):
+                if ref in module.jit_functions:
                     continue
-                source = module.import_sources.get(node.id)
-                callee = by_file.get((source[0].resolve(), source[1])) if source is not None else None
+                source = module.import_sources.get(ref)
+                callee = by_file.get((resolve(source[0]), source[1])) if source is not None else None
                 if callee is None or callee is caller:
                     continue
                 if callee.name not in caller.helpers:
                     caller.helpers.append(callee.name)
-                if f"{module.path.name}:{name}" not in callee.called_by:
-                    callee.called_by.append(f"{module.path.name}:{name}")
+                called_by(callee, f"{module.path.name}:{name}")

@@ -59,7 +59,7 @@ from .pkgsource import READER, attribute_chains, file_names, resolve, resolve_at
 from .pkgcompute import cache_key as facts_key, global_value
 from .standins import module_standin
 from .pyast import (BUILTIN_NAMES, HELPER_DECORATORS, JIT_DECORATORS, assignment_target, decorator_name, global_loads,
-                    is_constant_expr, source_segment)
+                    is_constant_expr, iter_nodes, source_segment)
 
 #: ``triton.jit`` keyword arguments that are kept when they are literals.
 KEPT_JIT_KEYWORDS = ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")
@@ -245,16 +245,18 @@ def _exec_reduced(reduced: Reduced, path: Path, bind: Any = None,
 
     ``bind(module)``, when given, binds names imported from other files of the package
     into the fresh module before its code runs (defaults may read them). ``names``: the jit
-    functions to define (a kernel and what it calls; None: all). Defining a jit function
-    costs Triton a read of its source, and Triton's cache key of a kernel covers only what
-    it calls, so the others are left out.
+    functions to define (a kernel and what it calls; None: all), with the constants they read.
+    Defining a jit function costs Triton a read of its source, and Triton's cache key of a
+    kernel covers only what it calls and reads, so the others are left out.
     """
     body = [*reduced.imports]
     allowed = user_code_allowed()
+    constants = None if names is None else _constants_read(reduced, names)
     for node in reduced.statements:  # keep the file's order between constants and functions
         target = assignment_target(node)
         if target is not None and reduced.constants.get(target[0]) is node:
-            body.append(_plain_assignment(node, *target))
+            if constants is None or target[0] in constants:
+                body.append(_plain_assignment(node, *target))
         elif id(node) in reduced.bindings:
             body.extend(reduced.bindings[id(node)].rebuilt(_kept_jit_keyword))
         elif isinstance(node, ast.FunctionDef) and ((reduced.functions.get(node.name) is node
@@ -342,17 +344,34 @@ def _load_file(path: Path, src: tuple[str, ...], loading: set[str], names: froze
     return loaded
 
 
-#: Files with more jit functions than this define, per kernel, only what the kernel calls: defining each costs
-#: Triton a read of its source (a 1 MB file of 16,000 helpers took 10 s), and a kernel's cache key covers only
-#: what it calls. Smaller files (every real package file seen) load whole, once for all their kernels.
+#: Files with more jit functions than this, or more constants, define per kernel only what the kernel calls and
+#: reads: defining each jit function costs Triton a read of its source (a 1 MB file of 16,000 helpers took 10 s),
+#: compiling 50,000 constants takes seconds, and a kernel's cache key covers only what it calls and reads. Smaller
+#: files (every real package file seen) load whole, once for all their kernels.
 WHOLE_MODULE_JIT_FUNCTIONS = 256
+WHOLE_MODULE_CONSTANTS = 256
 
 
 def _needed(reduced: Reduced, name: str | None) -> frozenset[str] | None:
     """The jit functions a use of ``name`` needs defined: it and what it calls (None: the whole module)."""
-    if name is None or name not in reduced.functions or len(reduced.functions) <= WHOLE_MODULE_JIT_FUNCTIONS:
+    if name is None or name not in reduced.functions or (len(reduced.functions) <= WHOLE_MODULE_JIT_FUNCTIONS
+                                                         and len(reduced.constants) <= WHOLE_MODULE_CONSTANTS):
         return None
     return frozenset(_dependencies(reduced, name)[0])
+
+
+def _constants_read(reduced: Reduced, names: frozenset[str]) -> set[str]:
+    """The module constants the jit functions ``names`` mention (body, defaults, annotations), and the constants
+    those are computed from: what a module defining only ``names`` needs of the file's constants."""
+    wanted = [node.id for name in names if name in reduced.functions
+              for node in iter_nodes(reduced.functions[name]) if isinstance(node, ast.Name)]
+    found: set[str] = set()
+    while wanted:
+        name = wanted.pop()
+        if name not in found and name in reduced.constants:
+            found.add(name)
+            wanted.extend(node.id for node in iter_nodes(reduced.constants[name]) if isinstance(node, ast.Name))
+    return found
 
 
 def _bind_imports(module: types.ModuleType, reduced: Reduced, path: Path, src: tuple[str, ...],

@@ -16,7 +16,7 @@ import ast
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 #: Hint given with every name kernelrules cannot find.
 FIX_HINT = "pass --src DIR (the directory holding the package), use --import, or give the kernel a spec file"
@@ -187,11 +187,25 @@ def bound_by(node: ast.stmt) -> list[str]:
 def handler_bindings(body: Sequence[ast.stmt]) -> set[str]:
     """Names bound in the ``except`` handlers of the ``try`` statements of ``body`` (at any depth)."""
     found: set[str] = set()
-    for node in body:
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Try):
-                for handler in inner.handlers:
-                    for bound in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
-                        if isinstance(bound, ast.stmt):
-                            found.update(bound_by(bound))
+    for node in all_statements(body):
+        if isinstance(node, ast.Try):
+            for handler in node.handlers:
+                for bound in all_statements(handler.body):
+                    found.update(bound_by(bound))
     return found
+
+
+def all_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` at any depth (in ``if``, ``try``, loop, ``with``, ``match``, ``def`` and
+    ``class`` bodies), without visiting expressions: statements hold statements only in these blocks, so this
+    finds what :func:`ast.walk` finds among statements at a fraction of the cost on a large module."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in ("finalbody", "orelse", "body"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                stack.extend(reversed(inner))
+        for block in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            stack.extend(reversed(block.body))

@@ -34,7 +34,8 @@ from .pkgbranches import walk
 from .pkgcompute import cache_key, compute
 from .pkgfiles import FIX_HINT, Miss, Target, bound_by, handler_bindings, module_file, module_path, reads_environment
 from .pkgvalues import Reader
-from .pysource import read_python
+from .pyparse import parse_source
+from .pysource import read_python, view_digest
 
 
 # --------------------------------------------------------------------------- statements
@@ -82,7 +83,7 @@ def file_names(path: Path) -> _Names:
     path = Path(path).resolve()
     try:
         stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size, cache_key())  # branches may read target facts
+        key = (str(path), stat.st_mtime_ns, stat.st_size, cache_key(), view_digest(path))  # branches read target facts
     except OSError as exc:
         return _Names(error=f"cannot read {path}: {exc.strerror or exc}")
     if key in _NAMES:
@@ -91,7 +92,7 @@ def file_names(path: Path) -> _Names:
         return _Names(error=f"{path.name} is reached again (an import cycle) while kernelrules reads its branches")
     names = _Names()
     try:
-        tree = ast.parse(read_python(path), filename=str(path))
+        tree = parse_source(read_python(path), str(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as exc:
         names.error = f"cannot read {path.name}: {type(exc).__name__}: {exc}"
     else:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import functools
 import re
+from typing import Iterator
 
 #: Names every module reads without binding or importing them: Python's builtins.
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -109,23 +111,63 @@ def global_loads(func: ast.FunctionDef) -> set[str]:
 
     A flow-insensitive approximation of Python's scoping, good enough for kernels.
     """
+    return function_names(func)[1]
+
+
+def function_names(func: ast.FunctionDef) -> tuple[dict[str, None], set[str]]:
+    """``(every name the function reads, in ast.walk order; its global_loads)``, from one walk of it."""
     local: set[str] = set()
     args = func.args
     for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
         if arg is not None:
             local.add(arg.arg)
-    loads: set[str] = set()
-    for node in ast.walk(func):
+    loads: dict[str, None] = {}
+    for node in iter_nodes(func):
         if isinstance(node, ast.Name):
-            (loads if isinstance(node.ctx, ast.Load) else local).add(node.id)
+            if isinstance(node.ctx, ast.Load):
+                loads[node.id] = None
+            else:
+                local.add(node.id)
         elif isinstance(node, ast.FunctionDef) and node is not func:
             local.add(node.name)
+    found = set(loads)
     # Decorators are evaluated in the module scope; they are not dependencies of the body.
     for dec in func.decorator_list:
-        for node in ast.walk(dec):
+        for node in iter_nodes(dec):
             if isinstance(node, ast.Name):
-                loads.discard(node.id)
-    return loads - local
+                found.discard(node.id)
+    return loads, found - local
+
+
+#: Node types that never hold other nodes worth visiting: contexts (``Load``) and operators.
+_LEAF_TYPES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """What :func:`ast.walk` yields, in the same (breadth-first) order, less contexts (``Load``, ``Store``)
+    and operators, and about twice as fast: a 1 MB module has 400,000 nodes."""
+    todo = collections.deque([root])
+    push, pop = todo.append, todo.popleft
+    while todo:
+        node = pop()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, _LEAF_TYPES):
+                        push(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAF_TYPES):
+                push(value)
+        yield node
+
+
+def first_line(node: ast.stmt) -> int:
+    """The first line of a statement, its decorators included."""
+    line = node.lineno
+    for decorator in getattr(node, "decorator_list", ()):
+        if decorator.lineno < line:
+            line = decorator.lineno
+    return line
 
 
 def source_segment(source: str, node: ast.AST) -> str:

@@ -42,6 +42,7 @@ from .argnotes import comment_types, descriptor_params
 from .usetypes import use_types
 from ..atomicio import write_text_atomic
 from ..discover.kernels import DiscoveredKernel, ParsedModule, cached_module
+from ..discover.pyast import first_line, iter_nodes
 from ..errors import SignatureSpecError
 from ..yamlio import LocatedDocument, load_file
 
@@ -193,15 +194,27 @@ def _launches(module: ParsedModule) -> dict[str, list[ast.Call]]:
     cached = _LAUNCHES.get(id(module))
     if cached is None or cached[0] is not module:
         found: dict[str, list[ast.Call]] = {}
-        for node in ast.walk(module.tree):
-            if isinstance(node, ast.Call):
-                name = _launched_name(node)
-                if name is not None:
-                    found.setdefault(name, []).append(node)
+        for statement in _with_subscripts(module):
+            for node in iter_nodes(statement):
+                if isinstance(node, ast.Call):
+                    name = _launched_name(node)
+                    if name is not None:
+                        found.setdefault(name, []).append(node)
         if len(_LAUNCHES) >= 64:
             _LAUNCHES.clear()
         cached = _LAUNCHES[id(module)] = (module, found)
     return cached[1]
+
+
+def _with_subscripts(module: ParsedModule) -> list[ast.stmt]:
+    """The module's top-level statements whose text holds a ``[``: a launch ``kernel[grid](...)`` is written
+    with one, so the others (most of a large module of plain helpers) need no walk."""
+    marked = [0]  # marked[i]: how many of the first i lines hold a "["
+    for line in re.split(r"\r\n|\r|\n", module.source):  # the lines as ast counts them
+        marked.append(marked[-1] + ("[" in line))
+    last = len(marked) - 1
+    return [s for s in module.tree.body
+            if marked[min(s.end_lineno or last, last)] - marked[max(first_line(s), 1) - 1] > 0]
 
 
 def _call_literals(kernel: DiscoveredKernel, call: ast.Call) -> dict[str, Any]:

@@ -36,6 +36,7 @@ END_TO_END = [
     "yaml/prune-space/alias-bomb", "yaml/arch-file/fifo", "yaml/lint-spec/huge-int", "python/lint/undecodable",
     "python/spec/syntax-error", "json/trace/deep-nesting", "json/pin-show/ms-nan", "json/report/text-file",
     "cli/lint--timeout=nan", "cli/check-config/true-block", "toml/huge-int", "cli/lint/format",
+    "cli/usage/pin-show/flag-value", "cli/top/unknown-command",
 ]
 
 
@@ -59,6 +60,24 @@ def test_the_matrix_is_large_and_covers_every_format():
     groups = {c.group.split(":")[0] for c in CASES}
     assert len([c for c in CASES if not c.slow]) >= 300
     assert {"python", "yaml", "json", "cli"} <= groups
+
+
+def test_every_command_has_its_usage_errors_in_the_matrix():
+    """Each command and group of the CLI has cases for its usage errors, each naming it in its one line."""
+    import typer
+
+    from kernelrules.cli import app
+
+    def paths(command, path=()):
+        yield path
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            yield from paths(sub, (*path, name))
+
+    usage = [c for c in CASES if c.expect == USAGE]
+    for path in paths(typer.main.get_command(app)):
+        prefix = " ".join(("kernelrules", *path)) + ": error: "
+        named = [c for c in usage if c.argv[:len(path)] == path and c.message.startswith(prefix)]
+        assert named, f"no usage-error case for {prefix!r}"
 
 
 def _lines(text: str) -> list[str]:
@@ -86,7 +105,11 @@ def test_hostile_case(case, results):
         assert got["new_files"] == [], f"{context}\nleft behind: {got['new_files']}"
     elif case.expect == USAGE:
         assert got["code"] == 2, context
-        assert case.message in stderr, f"{context}\nexpected: {case.message!r}"
+        lines = _lines(stderr)
+        assert len(lines) == 1 and re.match(r"kernelrules( [a-z-]+)*: error: .*\S", lines[0]), context
+        assert case.message in lines[0], f"{context}\nexpected in the error line: {case.message!r}"
+        assert lines[0].endswith("--help')") or " (try " not in lines[0], context
+        assert stdout == "", context
         assert got["new_files"] == [], f"{context}\nleft behind: {got['new_files']}"
     else:
         assert case.expect == JUDGED
@@ -127,11 +150,9 @@ def test_the_installed_command_agrees(name, results, installed):
     inside, outside = results[name], installed[name]
     assert outside["code"] == inside["code"], (name, outside, inside["stderr"])
     assert "Traceback" not in outside["stderr"]
-    if BY_NAME[name].expect == USAGE:
-        assert BY_NAME[name].message in outside["stderr"]
-    else:
-        first = [_without_folders((_lines(run["stderr"]) or [""])[0]) for run in (outside, inside)]
-        assert first[0] == first[1], (name, outside, inside["stderr"])
+    first = [_without_folders((_lines(run["stderr"]) or [""])[0]).removeprefix("python -m ")
+             for run in (outside, inside)]
+    assert first[0] == first[1], (name, outside, inside["stderr"])
 
 
 def _without_folders(line: str) -> str:

@@ -2,7 +2,9 @@
 
 Option values kernelrules checks itself (time limits, budgets, architectures, rule
 selectors, ``KEY=VALUE`` configs) must be refused with one ``kernelrules: error:`` line;
-values the argument parser rejects (``--timeout abc``) end in its usage message, exit 2.
+what the argument parser rejects (``--timeout abc``, an unknown option or command, a
+missing argument: :func:`_usage` has them for every command) is one
+``kernelrules <command>: error:`` line, exit 2.
 A ``[tool.kernelrules]`` table is an input like any other: bad TOML, bad bytes, unknown
 keys, wrong types and non-finite numbers are one error line naming ``pyproject.toml``.
 """
@@ -27,7 +29,7 @@ def _options() -> list[tuple[str, tuple[str, ...], str, str]]:
         for option in ("--timeout",) + (("--bench-timeout",) if command == "tune" else ()):
             for value in ("nan", "inf", "-inf", "-1", "0", "1e309"):
                 found.append((f"{command}{option}={value}", (*base, option, value), REFUSED, "positive, finite"))
-            found.append((f"{command}{option}=abc", (*base, option, "abc"), USAGE, "Invalid value"))
+            found.append((f"{command}{option}=abc", (*base, option, "abc"), USAGE, "invalid value"))
         found += [
             (f"{command}/arch-unknown", (*base[:2], *base[4:], "--arch", "sm_999"), REFUSED, "sm_999"),
             (f"{command}/arch-empty", (*base[:2], *base[4:], "--arch", ""), REFUSED, ""),
@@ -44,22 +46,22 @@ def _options() -> list[tuple[str, tuple[str, ...], str, str]]:
         ("tune/gpus-commas", (*TUNE, "--gpus", ",,"), REFUSED, "--gpus"),
         ("tune/key-without-export", (*TUNE, "--key", "n=1"), REFUSED, "--key is for --export"),
         ("tune/missing-space", ("tune", "nowhere.yaml", "--interpret"), REFUSED, "nowhere.yaml"),
-        ("tune/trials=abc", (*TUNE, "--trials", "abc"), USAGE, "Invalid value"),
+        ("tune/trials=abc", (*TUNE, "--trials", "abc"), USAGE, "invalid value"),
         ("lint/select-unknown", (*LINT, "--select", "NOPE999"), REFUSED, "unknown rule selector 'NOPE999'"),
         ("lint/ignore-unknown", (*LINT, "--ignore", "XYZ,MEM"), REFUSED, "unknown rule selector 'XYZ'"),
         ("lint/select-huge", (*LINT, "--select", ",".join(["NOPE"] * 20000)), REFUSED, "NOPE"),
         ("lint/fail-on", (*LINT, "--fail-on", "bogus"), REFUSED, "bogus"),
         ("lint/stage", (*LINT, "--stage", "bogus"), REFUSED, "bogus"),
-        ("lint/format", (*LINT, "--format", "xml"), USAGE, "Invalid value"),
-        ("lint/jobs=abc", (*LINT, "--jobs", "abc"), USAGE, "Invalid value"),
+        ("lint/format", (*LINT, "--format", "xml"), USAGE, "invalid value"),
+        ("lint/jobs=abc", (*LINT, "--jobs", "abc"), USAGE, "invalid value"),
         ("lint/no-arch", ("lint", "k.py", "--stage", "config"), REFUSED, "no target architecture"),
         ("lint/src-missing", (*LINT, "--src", "nowhere"), REFUSED, "--src is not a directory"),
         ("lint/src-a-file", (*LINT, "--src", "k.py"), REFUSED, "--src is not a directory"),
-        ("lint/no-paths", ("lint",), USAGE, "Missing argument"),
-        ("lint/unknown-option", (*LINT, "--bogus"), USAGE, "No such option"),
-        ("prune/jobs=abc", (*PRUNE, "--jobs", "abc"), USAGE, "Invalid value"),
+        ("lint/no-paths", ("lint",), USAGE, "missing argument"),
+        ("lint/unknown-option", (*LINT, "--bogus"), USAGE, "no such option"),
+        ("prune/jobs=abc", (*PRUNE, "--jobs", "abc"), USAGE, "invalid value"),
         ("prune/missing-space", ("prune", "nowhere.yaml", "--arch", "hopper"), REFUSED, "nowhere.yaml"),
-        ("top/unknown-command", ("bogus",), USAGE, "No such command"),
+        ("top/unknown-command", ("bogus",), USAGE, "no such command"),
         ("arch/show-unknown", ("arch", "show", "sm_999"), REFUSED, "sm_999"),
         ("arch/show-empty", ("arch", "show", ""), REFUSED, ""),
         ("arch/show-huge", ("arch", "show", "x" * 100000), REFUSED, "characters left out"),
@@ -73,8 +75,66 @@ def _options() -> list[tuple[str, tuple[str, ...], str, str]]:
         ("space/not-inductor", ("space", "--from-inductor", "k.py", "-o", "-"), REFUSED, "k.py"),
         ("space/no-such-kernel", ("space", "--from-inductor", "k.py:nope", "-o", "-"), REFUSED, "no Inductor kernel"),
         ("pin/show-missing", ("pin", "show", "nowhere.json"), REFUSED, "nowhere.json"),
-        ("pin/merge-nothing", ("pin", "merge", "out.json"), USAGE, "Missing argument"),
+        ("pin/merge-nothing", ("pin", "merge", "out.json"), USAGE, "missing argument"),
     ]
+    return found
+
+
+#: Every command, with arguments that satisfy its required parameters (the parser stops before anything runs).
+COMMANDS = {
+    "check-config": ("--arch", "hopper", "BLOCK_M=64"), "prune": ("s.yaml", "--arch", "hopper"),
+    "lint": ("k.py", "--stage", "config"), "trace": ("-o", "t.jsonl", "--", "true"), "spec": ("k.py",),
+    "tune": ("t.yaml", "--interpret"), "space": ("--from-inductor", "k.py"), "report": ("study.db",),
+    "arch list": (), "arch show": ("hopper",), "rules list": (), "rules show": ("MEM001",),
+    "pin merge": ("out.json", "a.json"), "pin show": ("p.json",),
+}
+#: A flag of each command that has one (given a value, a usage error).
+_FLAGS = {"check-config": "--no-compile", "prune": "--compile", "lint": "--quiet", "spec": "--force",
+          "tune": "--json", "space": "--force", "pin merge": "--force", "pin show": "--json"}
+#: An option of each command that takes a value (given none, a usage error).
+_VALUED = {"check-config": "--dtype", "prune": "--timeout", "lint": "--arch", "trace": "-o", "spec": "-o",
+           "tune": "--seed", "space": "-o", "report": "--study-name", "arch list": "--arch-file",
+           "arch show": "--format", "rules list": "--format"}
+#: Commands whose arguments take no more values (an extra one is a usage error).
+_FIXED_ARGUMENTS = ("prune", "spec", "tune", "report", "arch show", "rules show", "pin show", "space", "arch list",
+                    "rules list")
+#: Values the parser refuses: a bad choice, a number that is not one.
+_BAD_VALUES = [
+    ("check-config", "--format", "xml"), ("prune", "--format", "xml"), ("arch list", "--format", "xml"),
+    ("arch show", "--format", "xml"), ("rules list", "--format", "xml"), ("tune", "--seed", "abc"),
+    ("tune", "--top-k", "1.5"), ("tune", "--rounds", "x"), ("tune", "-j", "many"), ("prune", "--timeout", "soon"),
+]
+
+
+def _usage() -> list[tuple[str, tuple[str, ...], str, str]]:
+    """Usage errors of every command and group: each one line naming the command, exit 2."""
+    found = [("top/unknown-option", ("--bogus",), USAGE, "kernelrules: error: no such option: --bogus"),
+             ("top/version-value", ("--version=1",), USAGE, "kernelrules: error: option '--version' does not take")]
+    for group in ("arch", "rules", "pin"):
+        found += [(f"{group}/unknown-command", (group, "bogus"), USAGE, f"kernelrules {group}: error: no such command"),
+                  (f"{group}/unknown-option", (group, "--bogus"), USAGE, f"kernelrules {group}: error: no such option")]
+    for command, base in COMMANDS.items():
+        path, name = tuple(command.split()), command.replace(" ", "-")
+        where = f"kernelrules {command}: error: "
+        if command != "trace":  # trace passes unknown options to the command it runs
+            found.append((f"usage/{name}/unknown-option", (*path, *base, "--no-such-option"), USAGE,
+                          where + "no such option: --no-such-option"))
+        if base and command not in ("trace", "arch list", "rules list"):
+            found.append((f"usage/{name}/missing", path, USAGE, where + "missing "))
+        if command in _FLAGS:
+            found.append((f"usage/{name}/flag-value", (*path, *base, f"{_FLAGS[command]}=1"), USAGE,
+                          where + f"option '{_FLAGS[command]}' does not take a value"))
+        if command in _VALUED:
+            before = base if "--" not in base else ()  # after "--" it is the traced command's
+            found.append((f"usage/{name}/no-value", (*path, *before, _VALUED[command]), USAGE,
+                          where + f"option '{_VALUED[command]}' requires an argument"))
+        if command in _FIXED_ARGUMENTS:
+            found.append((f"usage/{name}/extra-argument", (*path, *base, "extra"), USAGE,
+                          where + "got unexpected extra argument"))
+    for command, option, value in _BAD_VALUES:
+        found.append((f"usage/{command.replace(' ', '-')}/{option.lstrip('-')}={value}",
+                      (*command.split(), *COMMANDS[command], option, value), USAGE,
+                      f"kernelrules {command}: error: invalid value for "))
     return found
 
 
@@ -104,7 +164,7 @@ def _assignments() -> list[tuple[str, tuple[str, ...], str, str]]:
          "nowhere.py"),
         ("check-config/space-missing", (*CHECK, "--space", "nowhere.yaml", "--no-compile", "BLOCK=64"), REFUSED,
          "nowhere.yaml"),
-        ("check-config/no-assignments", CHECK, USAGE, "Missing argument"),
+        ("check-config/no-assignments", CHECK, USAGE, "missing argument"),
     ]
     return found
 
@@ -133,7 +193,7 @@ def _pyprojects() -> list[tuple[str, object, str]]:
 
 def cli_cases() -> list[Case]:
     found = [Case(name=f"cli/{name}", argv=argv, files=_FILES, expect=expect, message=message, group="cli")
-             for name, argv, expect, message in _options() + _assignments()]
+             for name, argv, expect, message in _options() + _usage() + _assignments()]
     for name, content, message in _pyprojects():
         found.append(Case(name=f"toml/{name}", argv=("lint", "k.py", "--stage", "config", "-q"),
                           files={"k.py": inputs.KERNEL, "pyproject.toml": content}, message=message,

@@ -13,7 +13,7 @@ from typing import Mapping, Union
 
 #: The three ways a command may end on a hostile input.
 REFUSED = "refused"  # exit 2, one line ``kernelrules: error: ...`` naming the problem, nothing written
-USAGE = "usage"      # exit 2 from the argument parser (typer's usage box): no traceback, no internal error
+USAGE = "usage"      # exit 2 from the argument parser: one line ``kernelrules <command>: error: ...`` naming the command
 JUDGED = "judged"    # exit 0 or 1: the input was read and judged (a bad Python file is one LNT004 finding)
 
 #: Bounds from issue 18: every input file up to 1 MB is judged or refused within these.
