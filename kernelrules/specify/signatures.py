@@ -328,16 +328,69 @@ def _apply_call_sites(result: InferredSignature, runtime: list[str], sites: Sequ
                 result.set(name, _call_site_value(site.literals[name]), "call-site")
 
 
+@dataclass(frozen=True)
+class _BodyEvidence:
+    """What a kernel's body says of its parameters: the same for every launch, so read once."""
+
+    has_body: bool
+    pointers: frozenset[str]
+    integers: frozenset[str]
+    floats: frozenset[str]
+    used: frozenset[str]
+    descriptors: tuple[str, ...]
+    flow_types: tuple[tuple[str, str], ...]  # (param, type) from loaded values used as integers
+    comment_types: tuple[tuple[str, str], ...]  # (param, type) from the parameter's comment
+    buffer_kinds: tuple[tuple[str, str], ...]
+
+
+#: (id of the parsed module, kernel name, runtime parameters) -> (the module, its evidence). The module is
+#: kept with its evidence so an id is never reused while its entry lives.
+_EVIDENCE: dict[tuple, tuple[Any, _BodyEvidence]] = {}
+_EVIDENCE_LIMIT = 256
+
+
+def _body_evidence(kernel: DiscoveredKernel, runtime: list[str]) -> _BodyEvidence:
+    """The body's evidence for ``kernel``, read once per parsed module (a pinned table of thousands
+    of launches, or a tune study, asks for the same kernel again and again)."""
+    module = cached_module(kernel.path)
+    key = (id(module), kernel.name, tuple(runtime))
+    found = _EVIDENCE.get(key)
+    if found is not None and found[0] is module:
+        return found[1]
+    evidence = _read_body(module, kernel.name, runtime)
+    if len(_EVIDENCE) >= _EVIDENCE_LIMIT:
+        _EVIDENCE.clear()
+    _EVIDENCE[key] = (module, evidence)
+    return evidence
+
+
+def _read_body(module: Any, name: str, runtime: list[str]) -> _BodyEvidence:
+    func = module.jit_functions.get(name) if isinstance(module, ParsedModule) else None
+    if func is None:
+        return _BodyEvidence(False, frozenset(), frozenset(), frozenset(), frozenset(), (), (), (), ())
+    pointers = pointer_flow(module, name).pointers.get(name, set())
+    uses = use_types(module, name, pointers)
+    integers = uses.integer_scalars()
+    floats = (float_params(func, set(runtime)) | uses.float_scalars()) - integers
+    flowing = pointers & set(runtime)
+    addresses = address_pointers(module, name, flowing)
+    flow_types = []
+    for param in index_pointers(module, name, flowing) | addresses:
+        wide = param in addresses or any(t in ("int64", "i64", "labels", "label", "targets", "target")
+                                         for t in _tokens(param))
+        flow_types.append((param, "*i64" if wide else "*i32"))
+    comments = [(param, text) for param, text in comment_types(module.source.splitlines(), func).items()
+                if param in flowing or looks_like_pointer(param)]
+    return _BodyEvidence(True, frozenset(pointers), frozenset(integers), frozenset(floats), frozenset(used_names(func)),
+                         tuple(sorted(descriptor_params(func) & set(runtime))), tuple(flow_types), tuple(comments),
+                         tuple(uses.buffer_kinds().items()))
+
+
 def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: list[str]) -> None:
     """Dataflow and naming evidence from the kernel's body, then integer defaults."""
-    module = cached_module(kernel.path)
-    func = module.jit_functions.get(kernel.name) if isinstance(module, ParsedModule) else None
-    pointers = pointer_flow(module, kernel.name).pointers.get(kernel.name, set()) if func is not None else set()
-    uses = use_types(module, kernel.name, pointers) if func is not None else None
-    integers = uses.integer_scalars() if uses is not None else set()
-    floats = (float_params(func, set(runtime)) | uses.float_scalars()) - integers if uses is not None else set()
-    used = used_names(func) if func is not None else set()
-    result.descriptors = sorted(descriptor_params(func) & set(runtime)) if func is not None else []
+    body = _body_evidence(kernel, runtime)
+    pointers, integers, floats, used = body.pointers, body.integers, body.floats, body.used
+    result.descriptors = list(body.descriptors)
     for name in runtime:
         if name in result.descriptors:
             continue  # a host TensorDescriptor: no stand-in yet, so the kernel needs a spec or a trace
@@ -352,28 +405,17 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
         elif looks_like_float(name) and not looks_like_int(name) and name not in integers:  # scale_cols: a count
             # (``integers``: an offset or loop bound, where a float does not compile, is an int whatever its name)
             result.set(name, "fp32", "naming")
-        elif name in used or looks_like_int(name) or func is not None:
+        elif name in used or looks_like_int(name) or body.has_body:
             # Read as an integer, or never read at all (``q += off`` with no load, a parameter kept for
             # API compatibility): no value can change how an unread argument compiles.
             result.set(name, DEFAULT_INT, "default")
-    if func is not None:
-        _apply_argflow(module, kernel.name, func, result, pointers & set(runtime))
-    if uses is not None:
-        _apply_buffer_kinds(result, uses.buffer_kinds(), set(runtime))
+    for param, text in body.flow_types:
+        result.set(param, text, "dataflow")  # pointers whose loaded values are used as integers hold integers
+    for param, text in body.comment_types:
+        result.set(param, text, "comment")  # a type comment is the author's
+    if body.has_body:
+        _apply_buffer_kinds(result, dict(body.buffer_kinds), set(runtime))
     _guess_unit_strides(result, runtime)
-
-
-def _apply_argflow(module: ParsedModule, name: str, func: ast.FunctionDef, result: InferredSignature,
-                   pointers: set[str]) -> None:
-    """Pointers whose loaded values are used as integers hold integers; a type comment is the author's."""
-    addresses = address_pointers(module, name, pointers)
-    for param in index_pointers(module, name, pointers) | addresses:
-        wide = param in addresses or any(t in ("int64", "i64", "labels", "label", "targets", "target")
-                                         for t in _tokens(param))
-        result.set(param, "*i64" if wide else "*i32", "dataflow")
-    for param, text in comment_types(module.source.splitlines(), func).items():
-        if param in pointers or looks_like_pointer(param):
-            result.set(param, text, "comment")
 
 
 #: Pointer type for each kind of element :meth:`~kernelrules.specify.usetypes.UseTypes.buffer_kinds` reads.
