@@ -322,7 +322,13 @@ def test_broken_spec_or_trace_is_exit_2_and_no_kernels_is_said(run_cli, tmp_path
 
 
 def test_inductor_output_is_linted_from_its_triton_meta_without_running_it(run_cli, tmp_path):
-    from test_inductor import POINTWISE
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "specify" / "test_inductor.py"  # runs alone too
+    spec = importlib.util.spec_from_file_location("inductor_cases", path)
+    inductor_cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(inductor_cases)
+    POINTWISE = inductor_cases.POINTWISE
 
     (tmp_path / "output_code_kernel.py").write_text(POINTWISE)  # raises if ever executed
     result = run_cli("lint", "output_code_kernel.py", "--arch", "hopper", "--stage", "config", "--format", "json",
