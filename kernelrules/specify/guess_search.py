@@ -23,6 +23,14 @@ from ..compile.limits import undefined_name
 #: Probe compiles one search may spend (each is one config on one architecture, cached).
 DEFAULT_BUDGET = 24
 
+#: Probe compiles the kernel's own proposals (:func:`try_proposals`) may spend before the search below.
+PROPOSAL_BUDGET = 8
+#: Rounds of proposals: a proposal that fails with another error is the base of the next round's.
+PROPOSAL_ROUNDS = 3
+
+#: ``propose(message, change)``: constexpr changes to probe on top of ``change`` after ``message``.
+Proposer = Callable[[str, Mapping[str, Any]], list]
+
 #: Pointer element types tried, in order, for pointers whose ``*fp16`` was only guessed from the name.
 POINTER_ALTERNATIVES = ("bf16", "fp32", "i8")
 
@@ -74,23 +82,28 @@ def retryable(result: Any, locals_: set[str]) -> bool:
 
 def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],
            provenance: Mapping[str, str], guessed: Mapping[str, Any], *, locals_: set[str] = frozenset(),
-           budget: int = DEFAULT_BUDGET) -> Settled:
+           budget: int = DEFAULT_BUDGET, propose: Proposer | None = None) -> Settled:
     """Search guesses until the first config compiles.
 
     ``probe(spec, changes)`` compiles the first config with signature ``spec`` and the
     constexpr ``changes`` applied, returning a compile result (``ok``, ``error_kind``,
-    ``message``) or None. Returns what to change; nothing when the first probe compiles,
-    when its failure is not one a guess causes, or when nothing within ``budget`` compiles.
+    ``message``) or None. ``propose(message, change)``: changes read from the kernel and the
+    error, tried first (:func:`try_proposals`, within :data:`PROPOSAL_BUDGET` more probes).
+    Returns what to change; nothing when the first probe compiles, when its failure is not one
+    a guess causes, or when nothing within the budgets compiles.
     """
     first = probe(spec, {})
     if not retryable(first, set(locals_)):
         return Settled(spec, probes=1)
+    proposed, spent = try_proposals(probe, spec, first.message, propose, guessed) if propose else (None, 0)
+    if proposed:
+        return Settled(spec, proposed, {k: guessed[k] for k in proposed}, probes=1 + spent)
     variants = pointer_variants(spec, provenance)
     singles = [{name: alt} for name, value in guessed.items() for alt in alternatives(value)]
     tries: list[tuple[str | None, Mapping[str, Any], dict[str, Any]]] = [(t, s, {}) for t, s in variants]
     tries += [(None, spec, change) for change in singles]
     tries += [(t, s, change) for t, s in variants for change in singles]
-    probes = 1
+    probes = 1 + spent
     for pointer_type, variant, change in tries[:budget]:
         probes += 1
         result = probe(variant, change)
@@ -98,3 +111,32 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
             pointers = tuple(guessed_fp16_pointers(spec, provenance)) if pointer_type else ()
             return Settled(variant, dict(change), {k: guessed[k] for k in change}, pointer_type, pointers, probes)
     return Settled(spec, probes=probes)
+
+
+def try_proposals(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],
+                  message: str, propose: Proposer, guessed: Mapping[str, Any], *,
+                  budget: int = PROPOSAL_BUDGET) -> tuple[dict[str, Any] | None, int]:
+    """Probe the changes ``propose`` reads from the kernel and the last error, in rounds: when no
+    proposal compiles, the first that failed with another error (it fixed one thing and met the
+    next) is the base of the next round. Returns the change that compiled (or None) and the probes spent."""
+    base: dict[str, Any] = {}
+    probes = 0
+    for _ in range(PROPOSAL_ROUNDS):
+        progress = None
+        for change in propose(message, base):
+            trial = {**base, **{k: v for k, v in change.items() if k in guessed}}
+            if trial == base:
+                continue
+            if probes >= budget:
+                return None, probes
+            probes += 1
+            result = probe(spec, trial)
+            if result is not None and result.ok:
+                return trial, probes
+            if progress is None and result is not None and result.error_kind == "compile_error" \
+                    and result.message != message:
+                progress = (trial, result.message)
+        if progress is None:
+            break
+        base, message = progress
+    return None, probes

@@ -1,0 +1,506 @@
+"""What a kernel's own body says its constexprs must be, and guesses that agree (issue 14).
+
+A guessed constexpr the kernel itself rules out can only fail to compile: ``16`` for an
+``N`` the kernel asserts is a multiple of ``BLOCK_N=128``, ``"16"`` for an ``ACTIVATION``
+it compares with ``"gelu"`` and ``"silu"`` before a ``raise``. :func:`read_constraints`
+reads, from the kernel's syntax tree and those of the same-module ``@triton.jit``
+helpers it calls (parameters bound to the caller's arguments):
+
+- ``tl.static_assert(cond)``: ``cond`` must hold;
+- a ``raise`` (Triton cannot compile one): the ``if`` tests that lead to it must not all hold;
+- ``tl.arange(start, end)``: ``end > start`` and ``end - start`` a power of two;
+
+each under the ``if`` tests that enclose it (a constexpr test that is false skips it, as
+Triton compiles only the branch taken; an early ``return`` guards what follows). Locals
+assigned once (``D_TAIL: tl.constexpr = D_QK - D_V``), parameter defaults and module
+constants are followed. :func:`solve` then searches assignments of the guessed names
+(their current guess, literals of the constraints, powers of two near the guess, the
+string literals each name is compared with) that change as few guesses as possible and
+break no constraint. Nothing runs the user's code: a small evaluator walks the tree and
+anything it does not know (a runtime value, an unknown call) leaves a constraint unjudged,
+never violated.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..expr.pyops import BINARY, COMPARE, UNARY, cdiv, next_power_of_2, subset
+
+#: Helper nesting followed from the kernel (the kernel is depth 0).
+MAX_DEPTH = 3
+#: Constraints read from one kernel and its helpers, at most.
+MAX_CONSTRAINTS = 400
+#: Constraint-set evaluations one :func:`solve` may spend (pure Python, no compile).
+SOLVE_BUDGET = 20_000
+#: Guesses :func:`solve` changes together, at most.
+MAX_CHANGES = 3
+#: Integers tried for a guessed integer besides the constraints' own literals.
+POWERS_OF_TWO = tuple(1 << k for k in range(0, 13))
+#: ``tl.arange`` ranges larger than this are refused by Triton (its maximum tensor numel).
+MAX_ARANGE = 1 << 20
+
+_BINOPS = subset(BINARY, (ast.MatMult,))
+_DTYPE_NAMES = frozenset({
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16",
+    "float32", "float64", "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "float8_e4m3fn",
+})
+
+
+#: Calls that take a dtype at a position (``x.to(D)``, ``tl.zeros(shape, D)``, ``tl.full(shape, v, D)``).
+_DTYPE_POSITION = {"to": 0, "cast": 1, "zeros": 1, "full": 2, "empty": 1}
+#: Attributes only a ``tl.dtype`` has.
+_DTYPE_ATTRIBUTES = frozenset({"primitive_bitwidth", "is_fp8", "is_fp16", "is_bf16", "is_fp32", "is_floating",
+                               "is_int", "is_int_signed", "is_int_unsigned", "fp_mantissa_width", "scalar",
+                               "is_fp8e4nv", "is_fp8e5", "to_ir", "element_ty"})
+
+
+class Unknown(Exception):
+    """An expression the evaluator cannot give a compile-time value for."""
+
+
+@dataclass
+class Scope:
+    """Where names of one function resolve: the helper's parameters bound to the caller's argument
+    expressions (evaluated in ``outer``), its locals assigned once, and the module's constants."""
+
+    params: frozenset[str]
+    bindings: Mapping[str, ast.expr] = field(default_factory=dict)
+    derived: Mapping[str, ast.expr] = field(default_factory=dict)
+    constants: Mapping[str, ast.expr] = field(default_factory=dict)
+    outer: "Scope | None" = None
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One condition: ``kind`` ``assert`` (``exprs[0]`` must hold), ``raise`` (never reached) or
+    ``arange`` (``exprs`` are start and end), read in ``scope``, under ``guards``: the enclosing
+    ``if`` tests ``(test, branch taken, scope of the test)``, a caller's first."""
+
+    kind: str
+    exprs: tuple[ast.expr, ...]
+    guards: tuple[tuple[ast.expr, bool, Scope], ...]
+    scope: Scope
+    line: int
+
+
+@dataclass
+class KernelFacts:
+    """The constraints of one kernel, and the literals each of its names is compared with."""
+
+    constraints: list[Constraint] = field(default_factory=list)
+    #: root name -> string literals it is compared with (``ACT == "gelu"``, ``MODE in ("a", "b")``)
+    strings: dict[str, list[str]] = field(default_factory=dict)
+    #: integer literals the constraints mention (``K_WIDTH == 4``: 4)
+    integers: set[int] = field(default_factory=set)
+    #: root names used as a ``tl.dtype`` (``x.to(D)``, ``dtype=D``, ``D.primitive_bitwidth``)
+    dtypes: set[str] = field(default_factory=set)
+    #: root name -> the length its uses need of a tuple (``len(T)``: 1, ``T[3]``: 4)
+    tuples: dict[str, int] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def _dotted(node: ast.expr) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def _call(name: str, args: list[Any]) -> Any:
+    """The compile-time helpers a constexpr expression may call."""
+    last = name.rsplit(".", 1)[-1]
+    if last == "constexpr" and len(args) == 1:
+        return args[0]
+    if last == "next_power_of_2" and len(args) == 1:
+        return next_power_of_2(int(args[0]))
+    if last == "cdiv" and len(args) == 2:
+        return cdiv(int(args[0]), int(args[1]))
+    if last in ("_log2", "log2") and len(args) == 1 and isinstance(args[0], int) and args[0] > 0:
+        return args[0].bit_length() - 1
+    if name in ("min", "max") and args:
+        return (min if name == "min" else max)(*args)
+    if name in ("len", "abs", "int", "bool") and len(args) == 1:
+        return {"len": len, "abs": abs, "int": int, "bool": bool}[name](args[0])
+    raise Unknown(name)
+
+
+def evaluate(node: ast.expr, scope: Scope, values: Mapping[str, Any], depth: int = 0) -> Any:
+    """The value of ``node`` in ``scope`` with the kernel's constexprs ``values``; raises :class:`Unknown`."""
+    if depth > 40:
+        raise Unknown("too deep")
+    ev = lambda n, s=scope: evaluate(n, s, values, depth + 1)  # noqa: E731
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return _name(node.id, scope, values, depth)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        left, right = ev(node.left), ev(node.right)
+        if isinstance(left, (int, float)) and isinstance(right, (int, float)) and abs(left) < 2**62 > abs(right):
+            try:
+                return _BINOPS[type(node.op)](left, right)
+            except (ZeroDivisionError, OverflowError, ValueError) as exc:
+                raise Unknown(str(exc)) from None
+        if isinstance(node.op, ast.Add) and isinstance(left, (str, tuple)) and type(left) is type(right):
+            return left + right
+        raise Unknown("operands")
+    if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY:
+        return UNARY[type(node.op)](ev(node.operand))
+    if isinstance(node, ast.BoolOp):
+        return _bool_op(node, ev)
+    if isinstance(node, ast.Compare) and all(type(op) in COMPARE for op in node.ops):
+        left = ev(node.left)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = ev(comparator)
+            try:
+                if not COMPARE[type(op)](left, right):
+                    return False
+            except TypeError:
+                raise Unknown("comparison") from None
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        return ev(node.body if ev(node.test) else node.orelse)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(ev(e) for e in node.elts)
+    if isinstance(node, ast.Subscript):
+        target, index = ev(node.value), ev(node.slice)
+        if isinstance(target, tuple) and isinstance(index, int) and -len(target) <= index < len(target):
+            return target[index]
+        raise Unknown("subscript")
+    if isinstance(node, ast.Attribute):
+        dotted = _dotted(node)
+        if dotted.split(".")[0] in ("tl", "triton", "language") and node.attr in _DTYPE_NAMES:
+            return f"tl.{node.attr}"
+        if node.attr == "value":
+            return ev(node.value)
+        raise Unknown(dotted or node.attr)
+    if isinstance(node, ast.Call) and not node.keywords:
+        return _call(_dotted(node.func), [ev(a) for a in node.args])
+    raise Unknown(type(node).__name__)
+
+
+def _name(name: str, scope: Scope, values: Mapping[str, Any], depth: int) -> Any:
+    if name in scope.bindings and scope.outer is not None:
+        return evaluate(scope.bindings[name], scope.outer, values, depth + 1)
+    if scope.outer is None and name in values:
+        return values[name]
+    if name in scope.derived:
+        return evaluate(scope.derived[name], scope, values, depth + 1)
+    if name in scope.constants and name not in scope.params:
+        return evaluate(scope.constants[name], Scope(frozenset(), constants=scope.constants), values, depth + 1)
+    if name in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[name]
+    raise Unknown(name)
+
+
+def _bool_op(node: ast.BoolOp, ev: Any) -> Any:
+    """``and``/``or`` where an operand that decides is enough: ``False and <unknown>`` is False."""
+    unknown = False
+    for operand in node.values:
+        try:
+            value = ev(operand)
+        except Unknown:
+            unknown = True
+            continue
+        if isinstance(node.op, ast.And) and not value:
+            return value
+        if isinstance(node.op, ast.Or) and value:
+            return value
+    if unknown:
+        raise Unknown("bool operand")
+    return isinstance(node.op, ast.And)
+
+
+def _guards_hold(constraint: Constraint, values: Mapping[str, Any]) -> bool:
+    """Whether every enclosing test takes the constraint's branch (raises Unknown when one cannot be told)."""
+    return all(bool(evaluate(test, scope, values)) == branch for test, branch, scope in constraint.guards)
+
+
+def broken(constraint: Constraint, values: Mapping[str, Any]) -> bool:
+    """Whether ``values`` break ``constraint``; one that cannot be evaluated is not broken."""
+    try:
+        if not _guards_hold(constraint, values):
+            return False
+        if constraint.kind == "raise":
+            return True
+        if constraint.kind == "assert":
+            return not evaluate(constraint.exprs[0], constraint.scope, values)
+        start, end = (evaluate(e, constraint.scope, values) for e in constraint.exprs)
+    except (Unknown, TypeError, ValueError, ArithmeticError, RecursionError):
+        return False
+    if not (isinstance(start, int) and isinstance(end, int)):
+        return False
+    size = end - start
+    return size <= 0 or size > MAX_ARANGE or size & (size - 1) != 0
+
+
+# --------------------------------------------------------------------------- reading the tree
+
+
+def _assigned_once(func: ast.FunctionDef) -> dict[str, ast.expr]:
+    """Locals ``func`` assigns exactly once with a plain ``NAME = expr`` / ``NAME: T = expr``."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    found: dict[str, ast.expr] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            target, value = node.target.id, node.value
+        else:
+            continue
+        if counts.get(target) == 1:
+            found[target] = value
+    return found
+
+
+def _defaults(func: ast.FunctionDef) -> dict[str, ast.expr]:
+    """Each parameter with a default, and the default's expression."""
+    args = func.args
+    positional = args.posonlyargs + args.args
+    found = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
+    found.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return found
+
+
+def _params(func: ast.FunctionDef) -> list[str]:
+    return [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]
+
+
+def _bind(func: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    """The helper's parameters bound to the call's argument expressions (None for ``*args``/``**kw``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    names = _params(func)
+    if len(call.args) > len(func.args.posonlyargs + func.args.args):
+        return None
+    bound = dict(zip(names, call.args))
+    bound.update({k.arg: k.value for k in call.keywords if k.arg in names})
+    return bound
+
+
+def _callee(node: ast.Call) -> str:
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+
+
+class _Reader:
+    """Walks a kernel and its helpers once, collecting :class:`KernelFacts`."""
+
+    def __init__(self, helpers: Mapping[str, ast.FunctionDef], constants: Mapping[str, ast.expr]) -> None:
+        self.helpers = helpers
+        self.constants = constants
+        self.facts = KernelFacts()
+
+    def function(self, func: ast.FunctionDef, scope: Scope, guards: tuple, depth: int) -> None:
+        self.block(func.body, scope, guards, depth)
+
+    def block(self, body: Sequence[ast.stmt], scope: Scope, guards: tuple, depth: int) -> None:
+        for stmt in body:
+            if len(self.facts.constraints) >= MAX_CONSTRAINTS:
+                return
+            if isinstance(stmt, ast.If):
+                self.expressions([stmt.test], scope, guards, depth)
+                self.block(stmt.body, scope, guards + ((stmt.test, True, scope),), depth)
+                self.block(stmt.orelse, scope, guards + ((stmt.test, False, scope),), depth)
+                if stmt.body and isinstance(stmt.body[-1], ast.Return) and not stmt.orelse:
+                    guards = guards + ((stmt.test, False, scope),)  # an early return: what follows runs when false
+            elif isinstance(stmt, ast.Raise):
+                self.add("raise", (), guards, scope, stmt.lineno)
+            elif isinstance(stmt, (ast.For, ast.While, ast.With)):
+                heads = [stmt.iter] if isinstance(stmt, ast.For) else [stmt.test] if isinstance(stmt, ast.While) \
+                    else [item.context_expr for item in stmt.items]
+                self.expressions(heads, scope, guards, depth)
+                self.block(stmt.body, scope, guards, depth)
+                self.block(getattr(stmt, "orelse", []), scope, guards, depth)
+            elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.expressions([stmt], scope, guards, depth)
+
+    def expressions(self, nodes: Sequence[ast.AST], scope: Scope, guards: tuple, depth: int) -> None:
+        for root in nodes:
+            for node in ast.walk(root):
+                if isinstance(node, ast.Compare):
+                    self.compared(node, scope)
+                self.used(node, scope)
+                if not isinstance(node, ast.Call):
+                    continue
+                callee = _callee(node)
+                if callee == "static_assert" and node.args:
+                    self.add("assert", (node.args[0],), guards, scope, node.lineno)
+                elif callee == "arange" and len(node.args) == 2 and not node.keywords:
+                    self.add("arange", tuple(node.args), guards, scope, node.lineno)
+                elif callee in self.helpers and depth < MAX_DEPTH and isinstance(node.func, ast.Name):
+                    self.helper(self.helpers[callee], node, scope, guards, depth)
+
+    def helper(self, func: ast.FunctionDef, call: ast.Call, scope: Scope, guards: tuple, depth: int) -> None:
+        bound = _bind(func, call)
+        if bound is None:
+            return
+        derived = {**_defaults(func), **_assigned_once(func)}
+        inner = Scope(frozenset(_params(func)), bound, {k: v for k, v in derived.items() if k not in bound},
+                      self.constants, scope)
+        self.function(func, inner, guards, depth + 1)  # the caller's tests, in the caller's scope, still apply
+
+    def add(self, kind: str, exprs: tuple, guards: tuple, scope: Scope, line: int) -> None:
+        self.facts.constraints.append(Constraint(kind, exprs, guards, scope, line))
+        for expr in exprs:
+            for node in ast.walk(expr):
+                if isinstance(node, ast.Constant) and type(node.value) is int and 0 < node.value <= MAX_ARANGE:
+                    self.facts.integers.add(node.value)
+
+    def used(self, node: ast.AST, scope: Scope) -> None:
+        """Note a name used as a dtype or as a tuple."""
+        dtype_args: list[ast.expr] = []
+        if isinstance(node, ast.Call):
+            callee = _callee(node)
+            dtype_args = [k.value for k in node.keywords if k.arg in ("dtype", "dst_ty", "out_dtype")]
+            position = _DTYPE_POSITION.get(callee)
+            if position is not None and len(node.args) > position:
+                dtype_args.append(node.args[position])
+            if callee == "len" and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
+                self.tuple_of(node.args[0].id, 1, scope)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr in _DTYPE_ATTRIBUTES:
+            dtype_args.append(node.value)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            index = node.slice
+            if isinstance(index, ast.Constant) and type(index.value) is int and 0 <= index.value < 64:
+                self.tuple_of(node.value.id, index.value + 1, scope)
+            elif not isinstance(index, (ast.Slice, ast.Tuple)):
+                self.tuple_of(node.value.id, 1, scope)
+        for arg in dtype_args:
+            name = root_name(arg.id, scope) if isinstance(arg, ast.Name) else None
+            if name is not None:
+                self.facts.dtypes.add(name)
+
+    def tuple_of(self, name: str, length: int, scope: Scope) -> None:
+        root = root_name(name, scope)
+        if root is not None:
+            self.facts.tuples[root] = max(self.facts.tuples.get(root, 0), length)
+
+    def compared(self, node: ast.Compare, scope: Scope) -> None:
+        """Note the string literals a name is compared with (``==``, ``!=``, ``in``)."""
+        operands = [node.left, *node.comparators]
+        names = [root_name(o.id, scope) for o in operands if isinstance(o, ast.Name)]
+        literals = [o.value for o in operands if isinstance(o, ast.Constant) and isinstance(o.value, str)]
+        for o in operands:
+            if isinstance(o, (ast.Tuple, ast.List, ast.Set)):
+                literals += [e.value for e in o.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        for name in names:
+            if name is not None:
+                known = self.facts.strings.setdefault(name, [])
+                known.extend(s for s in literals if s not in known)
+
+
+def root_name(name: str, scope: Scope) -> str | None:
+    """The kernel parameter ``name`` stands for in a helper (None when it is not a plain name there)."""
+    while scope.outer is not None:
+        bound = scope.bindings.get(name)
+        if not isinstance(bound, ast.Name):
+            return None
+        name, scope = bound.id, scope.outer
+    return name if name in scope.params else None
+
+
+def read_constraints(func: ast.FunctionDef, helpers: Mapping[str, ast.FunctionDef] | None = None,
+                     constants: Mapping[str, ast.expr] | None = None) -> KernelFacts:
+    """The constraints ``func`` (a ``@triton.jit`` kernel) and the ``helpers`` it calls put on its constexprs."""
+    constants = dict(constants or {})
+    reader = _Reader({k: v for k, v in (helpers or {}).items() if v is not func}, constants)
+    derived = {**_defaults(func), **_assigned_once(func)}
+    scope = Scope(frozenset(_params(func)), {}, derived, constants)
+    try:
+        reader.function(func, scope, (), 0)
+    except RecursionError:
+        pass
+    return reader.facts
+
+
+# --------------------------------------------------------------------------- solving
+
+
+def violations(facts: KernelFacts, values: Mapping[str, Any]) -> list[Constraint]:
+    """The constraints of ``facts`` that the kernel's constexpr ``values`` break."""
+    return [c for c in facts.constraints if broken(c, values)]
+
+
+def _names_in(constraint: Constraint) -> set[str]:
+    """Kernel parameters a constraint reads, following locals, bindings and the caller's guards."""
+    found: set[str] = set()
+    pending = [(e, constraint.scope) for e in constraint.exprs] + [(t, s) for t, _, s in constraint.guards]
+    seen: set[tuple[int, int]] = set()
+    while pending:
+        expr, scope = pending.pop()
+        if (id(expr), id(scope)) in seen or len(seen) > 2000:
+            continue
+        seen.add((id(expr), id(scope)))
+        for node in ast.walk(expr):
+            if not isinstance(node, ast.Name):
+                continue
+            if node.id in scope.bindings and scope.outer is not None:
+                pending.append((scope.bindings[node.id], scope.outer))
+            elif scope.outer is None and node.id in scope.params:
+                found.add(node.id)
+            elif node.id in scope.derived:
+                pending.append((scope.derived[node.id], scope))
+    return found
+
+
+def _candidates(name: str, value: Any, facts: KernelFacts) -> list[Any]:
+    """Values to try for a guessed ``name`` besides ``value``: compared strings, constraint literals,
+    then powers of two nearest the guess."""
+    strings = facts.strings.get(name, [])
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, str) and value.startswith("tl."):
+        return []
+    if strings or isinstance(value, str):
+        return [s for s in strings if s != value]
+    if not isinstance(value, int):
+        return []
+    near = sorted(set(POWERS_OF_TWO) | facts.integers, key=lambda v: (abs(v.bit_length() - value.bit_length()),
+                                                                      v not in facts.integers, v))
+    return [v for v in near if v != value][:16]
+
+
+def solve(facts: KernelFacts, values: Mapping[str, Any], guessed: Sequence[str], *,
+          others: Sequence[Mapping[str, Any]] = (), limit: int = 3, budget: int = SOLVE_BUDGET) -> list[dict[str, Any]]:
+    """Up to ``limit`` changes of the ``guessed`` names of ``values`` under which no constraint is broken
+    (in ``values`` nor in the ``others`` configs' values), fewest changes first; ``[]`` when none is
+    broken or none is found within ``budget`` evaluations."""
+    every = [values, *others]
+    broken_now = [c for v in every for c in violations(facts, v)]
+    if not broken_now:
+        return []
+    involved = set().union(*(_names_in(c) for c in facts.constraints)) & set(guessed)
+    first = set().union(*(_names_in(c) for c in broken_now))
+    order = list(guessed)
+    names = sorted(involved, key=lambda n: (n not in first, order.index(n)))
+    options = {n: _candidates(n, values[n], facts) for n in names}
+    found: list[dict[str, Any]] = []
+    for spent, change in enumerate(_changes(names, options)):
+        if spent >= budget or (found and len(change) > len(found[0])):
+            break
+        if not any(violations(facts, {**v, **change}) for v in every):
+            found.append(change)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def _changes(names: Sequence[str], options: Mapping[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    """Assignments changing 1, then 2, ... :data:`MAX_CHANGES` of ``names``, in candidate order."""
+    for size in range(1, MAX_CHANGES + 1):
+        for combo in itertools.combinations(names, size):
+            for picked in itertools.product(*(options[n] for n in combo)):
+                yield dict(zip(combo, picked))
