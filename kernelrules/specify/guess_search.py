@@ -95,7 +95,7 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
     first = probe(spec, {})
     if not retryable(first, set(locals_)):
         return Settled(spec, probes=1)
-    proposed, spent = try_proposals(probe, spec, first.message, propose, guessed) if propose else (None, 0)
+    proposed, spent, base = try_proposals(probe, spec, first.message, propose, guessed) if propose else (None, 0, {})
     if proposed:
         return Settled(spec, proposed, {k: guessed[k] for k in proposed}, probes=1 + spent)
     variants = pointer_variants(spec, provenance)
@@ -103,6 +103,7 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
     tries: list[tuple[str | None, Mapping[str, Any], dict[str, Any]]] = [(t, s, {}) for t, s in variants]
     tries += [(None, spec, change) for change in singles]
     tries += [(t, s, change) for t, s in variants for change in singles]
+    tries = [(t, s, base) for t, s in variants if base] + tries  # the proposals' fix, then other types too
     probes = 1 + spent
     for pointer_type, variant, change in tries[:budget]:
         probes += 1
@@ -115,10 +116,11 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
 
 def try_proposals(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],
                   message: str, propose: Proposer, guessed: Mapping[str, Any], *,
-                  budget: int = PROPOSAL_BUDGET) -> tuple[dict[str, Any] | None, int]:
+                  budget: int = PROPOSAL_BUDGET) -> tuple[dict[str, Any] | None, int, dict[str, Any]]:
     """Probe the changes ``propose`` reads from the kernel and the last error, in rounds: when no
     proposal compiles, the first that failed with another error (it fixed one thing and met the
-    next) is the base of the next round. Returns the change that compiled (or None) and the probes spent."""
+    next) is the base of the next round. Returns the change that compiled (or None), the probes
+    spent and the last base (``{}`` when no proposal got past the first error)."""
     base: dict[str, Any] = {}
     probes = 0
     for _ in range(PROPOSAL_ROUNDS):
@@ -128,15 +130,15 @@ def try_proposals(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], 
             if trial == base:
                 continue
             if probes >= budget:
-                return None, probes
+                return None, probes, base
             probes += 1
             result = probe(spec, trial)
             if result is not None and result.ok:
-                return trial, probes
+                return trial, probes, base
             if progress is None and result is not None and result.error_kind == "compile_error" \
                     and result.message != message:
                 progress = (trial, result.message)
         if progress is None:
             break
         base, message = progress
-    return None, probes
+    return None, probes, base

@@ -183,16 +183,28 @@ def test_proposals_are_probed_first_in_rounds_within_their_budget():
     def propose(message, base):
         return [{"A": 2}] if message == "first error" else [{"B": 3}]
 
-    found, spent = try_proposals(probe, {}, "first error", propose, {"A": 1, "B": 1})
-    assert found == {"A": 2, "B": 3} and spent == 2 and calls == [{"A": 2}, {"A": 2, "B": 3}]
+    found, spent, base = try_proposals(probe, {}, "first error", propose, {"A": 1, "B": 1})
+    assert found == {"A": 2, "B": 3} and spent == 2 and calls == [{"A": 2}, {"A": 2, "B": 3}] and base == {"A": 2}
     # settle() takes them before its blind alternatives, and says what they replaced.
     calls.clear()
     settled = settle(probe, {"n": 4096}, {"n": "default"}, {"A": 1, "B": 1}, propose=propose)
     assert settled.constexprs == {"A": 2, "B": 3} and settled.replaced == {"A": 1, "B": 1} and settled.probes == 3
     # Names that were not guessed are never changed, and the budget is kept.
-    never, spent = try_proposals(lambda s, c: result(False, "x"), {}, "x",
-                                 lambda m, b: [{"A": len(b) + 2, "GIVEN": 1}], {"A": 1}, budget=2)
-    assert never is None and spent == 1  # A=2 fails with the same message: no progress, no second round
+    never, spent, base = try_proposals(lambda s, c: result(False, "x"), {}, "x",
+                                       lambda m, b: [{"A": len(b) + 2, "GIVEN": 1}], {"A": 1}, budget=2)
+    assert never is None and spent == 1 and base == {}  # A=2 fails with the same error: no progress, no round 2
+
+
+def test_a_proposal_that_got_past_the_first_error_is_kept_when_trying_other_pointer_types():
+    """A static assert fixed, the next error is a pointer type: the search tries the types with the fix."""
+    def probe(spec, change):
+        if change.get("G") != 128:
+            return result(False, "CompileTimeAssertionFailure")
+        return result(spec["x_ptr"] == "*i8", "invalid operands of type triton.language.float16")
+
+    settled = settle(probe, {"x_ptr": "*fp16"}, {"x_ptr": "naming"}, {"G": 16},
+                     propose=lambda message, base: [{"G": 128}] if not base else [])
+    assert settled.constexprs == {"G": 128} and settled.pointer_type == "i8" and settled.probes == 1 + 1 + 3
 
 
 # --------------------------------------------------------------------------- end to end, cross-compiled
