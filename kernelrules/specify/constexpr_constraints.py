@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .constexpr_eval import Scope, Unknown, evaluate
 
@@ -70,8 +70,9 @@ class KernelFacts:
     """The constraints of one kernel, and the literals each of its names is compared with."""
 
     constraints: list[Constraint] = field(default_factory=list)
-    #: root name -> string literals it is compared with (``ACT == "gelu"``, ``MODE in ("a", "b")``)
-    strings: dict[str, list[str]] = field(default_factory=dict)
+    #: root name -> the values it is compared with: literals and module constants
+    #: (``ACT == "gelu"``, ``MODE in ("a", "b")``, ``SCALE is not None``, ``CAST == _MODE_LLAMA``)
+    literals: dict[str, list[Any]] = field(default_factory=dict)
     #: integer literals the constraints mention (``K_WIDTH == 4``: 4)
     integers: set[int] = field(default_factory=set)
     #: root names used as a ``tl.dtype`` (``x.to(D)``, ``dtype=D``, ``D.primitive_bitwidth``)
@@ -154,12 +155,22 @@ def _callee(node: ast.Call) -> str:
     return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
 
 
+#: ``find(name, where)``: the jit helper ``name`` called in module ``where`` (None: the kernel's module) as
+#: ``(function, that module's constants, that module)``, or None when it is not a jit function there.
+HelperFinder = Callable[[str, Any], "tuple[ast.FunctionDef, Mapping[str, ast.expr], Any] | None"]
+
+
+def helpers_of(functions: Mapping[str, ast.FunctionDef], constants: Mapping[str, ast.expr]) -> HelperFinder:
+    """A :data:`HelperFinder` over the jit functions of one module."""
+    return lambda name, where: (functions[name], constants, None) if name in functions else None
+
+
 class _Reader:
     """Walks a kernel and its helpers once, collecting :class:`KernelFacts`."""
 
-    def __init__(self, helpers: Mapping[str, ast.FunctionDef], constants: Mapping[str, ast.expr]) -> None:
-        self.helpers = helpers
-        self.constants = constants
+    def __init__(self, find: HelperFinder, kernel: ast.FunctionDef) -> None:
+        self.find = find
+        self.kernel = kernel
         self.facts = KernelFacts()
 
     def function(self, func: ast.FunctionDef, scope: Scope, guards: tuple, depth: int) -> None:
@@ -199,16 +210,19 @@ class _Reader:
                     self.add("assert", (node.args[0],), guards, scope, node.lineno)
                 elif callee == "arange" and len(node.args) == 2 and not node.keywords:
                     self.add("arange", tuple(node.args), guards, scope, node.lineno)
-                elif callee in self.helpers and depth < MAX_DEPTH and isinstance(node.func, ast.Name):
-                    self.helper(self.helpers[callee], node, scope, guards, depth)
+                elif depth < MAX_DEPTH and isinstance(node.func, ast.Name):
+                    found = self.find(callee, scope.where)
+                    if found is not None and found[0] is not self.kernel:
+                        self.helper(found, node, scope, guards, depth)
 
-    def helper(self, func: ast.FunctionDef, call: ast.Call, scope: Scope, guards: tuple, depth: int) -> None:
+    def helper(self, found: tuple, call: ast.Call, scope: Scope, guards: tuple, depth: int) -> None:
+        func, constants, where = found
         bound = _bind(func, call)
         if bound is None:
             return
         derived = {**_defaults(func), **_assigned_once(func)}
         inner = Scope(frozenset(_params(func)), bound, {k: v for k, v in derived.items() if k not in bound},
-                      self.constants, scope)
+                      constants, scope, where)
         self.function(func, inner, guards, depth + 1)  # the caller's tests, in the caller's scope, still apply
 
     def add(self, kind: str, exprs: tuple, guards: tuple, scope: Scope, line: int) -> None:
@@ -248,17 +262,32 @@ class _Reader:
             self.facts.tuples[root] = max(self.facts.tuples.get(root, 0), length)
 
     def compared(self, node: ast.Compare, scope: Scope) -> None:
-        """Note the string literals a name is compared with (``==``, ``!=``, ``in``)."""
+        """Note the values a name is compared with (``==``, ``!=``, ``in``, ``is``): literals, constants."""
         operands = [node.left, *node.comparators]
         names = [root_name(o.id, scope) for o in operands if isinstance(o, ast.Name)]
-        literals = [o.value for o in operands if isinstance(o, ast.Constant) and isinstance(o.value, str)]
-        for o in operands:
-            if isinstance(o, (ast.Tuple, ast.List, ast.Set)):
-                literals += [e.value for e in o.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if not any(names):
+            return
+        literals: list[Any] = []
+        for operand in operands:
+            for element in operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]:
+                literals += _literal(element, scope)
         for name in names:
             if name is not None:
-                known = self.facts.strings.setdefault(name, [])
-                known.extend(s for s in literals if s not in known)
+                known = self.facts.literals.setdefault(name, [])
+                known.extend(v for v in literals if not any(v is k or (type(v) is type(k) and v == k) for k in known))
+
+
+def _literal(node: ast.expr, scope: Scope) -> list[Any]:
+    """``[value]`` of a literal or a module constant (``_MODE_LLAMA = tl.constexpr(1)``), else ``[]``."""
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (str, int))):
+        return [node.value]
+    if isinstance(node, ast.Name) and node.id in scope.constants and node.id not in scope.params:
+        try:
+            value = evaluate(node, Scope(frozenset(), constants=scope.constants), {})
+        except (Unknown, TypeError, ValueError, ArithmeticError, RecursionError):
+            return []
+        return [value] if value is None or isinstance(value, (str, int)) else []
+    return []
 
 
 def root_name(name: str, scope: Scope) -> str | None:
@@ -271,11 +300,15 @@ def root_name(name: str, scope: Scope) -> str | None:
     return name if name in scope.params else None
 
 
-def read_constraints(func: ast.FunctionDef, helpers: Mapping[str, ast.FunctionDef] | None = None,
+def read_constraints(func: ast.FunctionDef, helpers: Mapping[str, ast.FunctionDef] | HelperFinder | None = None,
                      constants: Mapping[str, ast.expr] | None = None) -> KernelFacts:
-    """The constraints ``func`` (a ``@triton.jit`` kernel) and the ``helpers`` it calls put on its constexprs."""
+    """The constraints ``func`` (a ``@triton.jit`` kernel) and the helpers it calls put on its constexprs.
+
+    ``helpers``: the module's jit functions by name, or a :data:`HelperFinder` that also follows
+    imports; ``constants``: the module's constants (name → expression)."""
     constants = dict(constants or {})
-    reader = _Reader({k: v for k, v in (helpers or {}).items() if v is not func}, constants)
+    find = helpers if callable(helpers) else helpers_of(dict(helpers or {}), constants)
+    reader = _Reader(find, func)
     derived = {**_defaults(func), **_assigned_once(func)}
     scope = Scope(frozenset(_params(func)), {}, derived, constants)
     try:
@@ -316,20 +349,18 @@ def _names_in(constraint: Constraint) -> set[str]:
 
 
 def _candidates(name: str, value: Any, facts: KernelFacts) -> list[Any]:
-    """Values to try for a guessed ``name`` besides ``value``: compared strings, constraint literals,
-    then powers of two nearest the guess."""
-    strings = facts.strings.get(name, [])
+    """Values to try for a guessed ``name`` besides ``value``: what the body compares it with, then
+    for an integer the constraints' literals and powers of two nearest the guess."""
+    compared = [v for v in facts.literals.get(name, []) if not (type(v) is type(value) and v == value)]
     if isinstance(value, bool):
-        return [not value]
-    if isinstance(value, str) and value.startswith("tl."):
-        return []
-    if strings or isinstance(value, str):
-        return [s for s in strings if s != value]
-    if not isinstance(value, int):
-        return []
-    near = sorted(set(POWERS_OF_TWO) | facts.integers, key=lambda v: (abs(v.bit_length() - value.bit_length()),
-                                                                      v not in facts.integers, v))
-    return [v for v in near if v != value][:16]
+        rest: list[Any] = [not value]
+    elif type(value) is not int or any(isinstance(v, str) for v in compared):
+        rest = []
+    else:
+        near = sorted(set(POWERS_OF_TWO) | facts.integers,
+                      key=lambda v: (abs(v.bit_length() - value.bit_length()), v not in facts.integers, v))
+        rest = [v for v in near if v != value]
+    return (compared + [v for v in rest if v not in compared])[:16]
 
 
 def solve(facts: KernelFacts, values: Mapping[str, Any], guessed: Sequence[str], *,

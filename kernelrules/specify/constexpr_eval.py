@@ -39,6 +39,8 @@ class Scope:
     derived: Mapping[str, ast.expr] = field(default_factory=dict)
     constants: Mapping[str, ast.expr] = field(default_factory=dict)
     outer: "Scope | None" = None
+    #: the module the function is in, for finding the helpers it calls (None: the kernel's module)
+    where: Any = None
 
 
 def _dotted(node: ast.expr) -> str:

@@ -151,7 +151,8 @@ def proposer(kernel: Any, configs: Sequence[Mapping[str, Any]], guessed: Sequenc
 
 
 def kernel_facts(kernel: Any) -> KernelFacts:
-    """The constraints and uses of ``kernel`` and the jit helpers of its module (empty when unreadable)."""
+    """The constraints and uses of ``kernel`` and the jit helpers it calls, in its module or imported
+    from another module of its package (empty when the source cannot be read)."""
     from ..discover.kernels import ParsedModule, cached_module
     from .constexpr_constraints import read_constraints
     from .kernelspec import kernel_function
@@ -160,4 +161,14 @@ def kernel_facts(kernel: Any) -> KernelFacts:
     module = cached_module(kernel.path)
     if func is None or not isinstance(module, ParsedModule):
         return KernelFacts()
-    return read_constraints(func, module.jit_functions, module.constants)
+
+    def find(name: str, where: Any) -> tuple | None:
+        here = where if isinstance(where, ParsedModule) else module
+        if name in here.jit_functions:
+            return here.jit_functions[name], here.constants, here
+        source = here.import_sources.get(name)
+        other = cached_module(source[0]) if source else None
+        if isinstance(other, ParsedModule) and source[1] in other.jit_functions:
+            return other.jit_functions[source[1]], other.constants, other
+        return None
+    return read_constraints(func, find, module.constants)

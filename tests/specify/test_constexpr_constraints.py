@@ -72,10 +72,31 @@ def act(x, ACT: tl.constexpr, SCORE: tl.constexpr):
         raise ValueError(ACT)
 '''
     facts = facts_of(source, "act")
-    assert facts.strings["ACT"] == ["gelu", "silu", "swish"]
+    assert facts.literals["ACT"] == ["gelu", "silu", "swish"]
     values = {"ACT": 16, "SCORE": 16}
     assert {c.kind for c in violations(facts, values)} == {"raise", "assert"}
     assert solve(facts, values, ["ACT", "SCORE"])[0] == {"ACT": "gelu", "SCORE": "max"}
+
+
+def test_values_compared_with_none_or_a_module_constant_are_candidates():
+    source = """
+MODE_LLAMA = tl.constexpr(1)
+MODE_GEMMA = 2
+
+
+def norm(x, quant_max: tl.constexpr, casting_mode: tl.constexpr):
+    if quant_max is not None:
+        raise NotImplementedError()
+    if casting_mode == MODE_LLAMA or casting_mode == MODE_GEMMA:
+        x = x
+    else:
+        raise ValueError(casting_mode)
+"""
+    tree = ast.parse(source)
+    facts = facts_of(source, "norm", {"MODE_LLAMA": tree.body[0].value, "MODE_GEMMA": tree.body[1].value})
+    assert facts.literals == {"quant_max": [None], "casting_mode": [1, 2]}
+    assert solve(facts, {"quant_max": 16, "casting_mode": 16}, ["quant_max", "casting_mode"])[0] == {
+        "quant_max": None, "casting_mode": 1}
 
 
 def test_arange_bounds_follow_locals_defaults_helpers_and_module_constants():
