@@ -28,7 +28,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from ..config import is_block_size_name
 from .constexpr_eval import Scope, Unknown, evaluate
+from .constexpr_shapes import shape_conditions
 
 #: Helper nesting followed from the kernel (the kernel is depth 0).
 MAX_DEPTH = 3
@@ -52,7 +54,18 @@ _DTYPE_ATTRIBUTES = frozenset({"primitive_bitwidth", "is_fp8", "is_fp16", "is_bf
                                "is_fp8e4nv", "is_fp8e5", "to_ir", "element_ty"})
 
 
-@dataclass(frozen=True)
+#: Gluon layouts whose per-dimension sizes must be powers of two, and where those lists are.
+_LAYOUTS = {"BlockedLayout": ("size_per_thread", "threads_per_warp", "warps_per_cta")}
+
+
+def _layout_sizes(node: ast.Call) -> list[ast.expr]:
+    """The elements of a layout's size lists (``size_per_thread=[1, BD // 32]``): each a power of two."""
+    names = _LAYOUTS[_callee(node)]
+    lists = [k.value for k in node.keywords if k.arg in names] + list(node.args[:len(names)])
+    return [e for lst in lists if isinstance(lst, (ast.List, ast.Tuple)) for e in lst.elts]
+
+
+@dataclass(frozen=True, eq=False)
 class Constraint:
     """One condition: ``kind`` ``assert`` (``exprs[0]`` must hold), ``raise`` (never reached) or
     ``arange`` (``exprs`` are start and end), read in ``scope``, under ``guards``: the enclosing
@@ -96,6 +109,10 @@ def broken(constraint: Constraint, values: Mapping[str, Any]) -> bool:
         if constraint.kind == "assert":
             return not evaluate(constraint.exprs[0], constraint.scope, values)
         start, end = (evaluate(e, constraint.scope, values) for e in constraint.exprs)
+        if constraint.kind == "reshape":
+            return _product(start) != _product(end)
+        if constraint.kind == "broadcast":
+            return isinstance(start, int) and isinstance(end, int) and start != end and 1 not in (start, end)
     except (Unknown, TypeError, ValueError, ArithmeticError, RecursionError):
         return False
     if not (isinstance(start, int) and isinstance(end, int)):
@@ -139,6 +156,12 @@ def _params(func: ast.FunctionDef) -> list[str]:
     return [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]
 
 
+def _constexpr_params(func: ast.FunctionDef) -> list[str]:
+    """Parameters annotated ``tl.constexpr`` (scalars whatever the caller passes)."""
+    return [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs
+            if a.annotation is not None and "constexpr" in ast.dump(a.annotation)]
+
+
 def _bind(func: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
     """The helper's parameters bound to the call's argument expressions (None for ``*args``/``**kw``)."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
@@ -175,6 +198,10 @@ class _Reader:
 
     def function(self, func: ast.FunctionDef, scope: Scope, guards: tuple, depth: int) -> None:
         self.block(func.body, scope, guards, depth)
+        scalars = frozenset(_params(func)) if depth == 0 else frozenset(_constexpr_params(func))
+        for kind, exprs, where, line in shape_conditions(func, scope, guards, scalars):
+            if len(self.facts.constraints) < MAX_CONSTRAINTS:
+                self.add(kind, exprs, where, scope, line)
 
     def block(self, body: Sequence[ast.stmt], scope: Scope, guards: tuple, depth: int) -> None:
         for stmt in body:
@@ -208,8 +235,11 @@ class _Reader:
                 callee = _callee(node)
                 if callee == "static_assert" and node.args:
                     self.add("assert", (node.args[0],), guards, scope, node.lineno)
-                elif callee == "arange" and len(node.args) == 2 and not node.keywords:
+                elif callee == "arange" and len(node.args) == 2:
                     self.add("arange", tuple(node.args), guards, scope, node.lineno)
+                elif callee in _LAYOUTS:
+                    for sizes in _layout_sizes(node):
+                        self.add("arange", (ast.Constant(0), sizes), guards, scope, node.lineno)
                 elif depth < MAX_DEPTH and isinstance(node.func, ast.Name):
                     found = self.find(callee, scope.where)
                     if found is not None and found[0] is not self.kernel:
@@ -321,9 +351,19 @@ def read_constraints(func: ast.FunctionDef, helpers: Mapping[str, ast.FunctionDe
 # --------------------------------------------------------------------------- solving
 
 
+def _product(dims: Any) -> int:
+    """The number of elements of a shape whose dimensions are all known integers (else raises Unknown)."""
+    total = 1
+    for dim in dims:
+        if type(dim) is not int:
+            raise Unknown("dimension")
+        total *= dim
+    return total
+
+
 def violations(facts: KernelFacts, values: Mapping[str, Any]) -> list[Constraint]:
     """The constraints of ``facts`` that the kernel's constexpr ``values`` break."""
-    return [c for c in facts.constraints if broken(c, values)]
+    return _broken_in(facts.constraints, values)
 
 
 def _names_in(constraint: Constraint) -> set[str]:
@@ -366,31 +406,66 @@ def _candidates(name: str, value: Any, facts: KernelFacts) -> list[Any]:
 def solve(facts: KernelFacts, values: Mapping[str, Any], guessed: Sequence[str], *,
           others: Sequence[Mapping[str, Any]] = (), limit: int = 3, budget: int = SOLVE_BUDGET) -> list[dict[str, Any]]:
     """Up to ``limit`` changes of the ``guessed`` names of ``values`` under which no constraint is broken
-    (in ``values`` nor in the ``others`` configs' values), fewest changes first; ``[]`` when none is
-    broken or none is found within ``budget`` evaluations."""
+    (in ``values`` nor in the ``others`` configs' values); ``[]`` when none is broken or none is found
+    within ``budget`` evaluations. A broken constraint that no change meets on its own (an assert
+    for another architecture, a shape read wrongly) is set aside rather than block the others.
+    Order: fewest changes, then fewest block sizes changed (a launch's block sizes usually come
+    from its configs), then the candidates nearest the guesses."""
     every = [values, *others]
-    broken_now = [c for v in every for c in violations(facts, v)]
+    broken_now = list({id(c): c for v in every for c in _broken_in(facts.constraints, v)}.values())
     if not broken_now:
         return []
-    involved = set().union(*(_names_in(c) for c in facts.constraints)) & set(guessed)
-    first = set().union(*(_names_in(c) for c in broken_now))
+    search = dict(values=values, every=every, guessed=guessed, facts=facts)
+    found = _search(facts.constraints, limit=limit, budget=budget, **search)
+    if found:
+        return found
+    hopeless = {id(c) for c in broken_now if not _search([c], limit=1, budget=budget // 10, **search)}
+    if not hopeless or len(hopeless) == len(broken_now):
+        return []
+    kept = [c for c in facts.constraints if id(c) not in hopeless]
+    return _search(kept, limit=limit, budget=budget, **search)
+
+
+def _broken_in(constraints: Sequence[Constraint], values: Mapping[str, Any]) -> list[Constraint]:
+    return [c for c in constraints if broken(c, values)]
+
+
+def _search(constraints: Sequence[Constraint], *, values: Mapping[str, Any], every: Sequence[Mapping[str, Any]],
+            guessed: Sequence[str], facts: KernelFacts, limit: int, budget: int) -> list[dict[str, Any]]:
+    """Changes of the guessed names the ``constraints`` read under which none is broken in any of ``every``."""
+    involved = set().union(set(), *(_names_in(c) for c in constraints)) & set(guessed)
+    first = set().union(set(), *(_names_in(c) for v in every for c in _broken_in(constraints, v)))
     order = list(guessed)
     names = sorted(involved, key=lambda n: (n not in first, order.index(n)))
     options = {n: _candidates(n, values[n], facts) for n in names}
     found: list[dict[str, Any]] = []
-    for spent, change in enumerate(_changes(names, options)):
+    for spent, change in enumerate(_changes(names, options, budget)):
         if spent >= budget or (found and len(change) > len(found[0])):
             break
-        if not any(violations(facts, {**v, **change}) for v in every):
+        if not any(_broken_in(constraints, {**v, **change}) for v in every):
             found.append(change)
             if len(found) >= limit:
                 break
     return found
 
 
-def _changes(names: Sequence[str], options: Mapping[str, list[Any]]) -> Iterator[dict[str, Any]]:
-    """Assignments changing 1, then 2, ... :data:`MAX_CHANGES` of ``names``, in candidate order."""
+def _changes(names: Sequence[str], options: Mapping[str, list[Any]],
+             budget: int = SOLVE_BUDGET) -> Iterator[dict[str, Any]]:
+    """Assignments changing 1, then 2, ... :data:`MAX_CHANGES` of ``names``; within each size, those
+    changing fewer block sizes, then those nearest the guesses (the sum of each value's place in its
+    name's candidate list) first."""
+    left = budget
     for size in range(1, MAX_CHANGES + 1):
+        ranked: list[tuple[int, int, int, dict[str, Any]]] = []
         for combo in itertools.combinations(names, size):
-            for picked in itertools.product(*(options[n] for n in combo)):
-                yield dict(zip(combo, picked))
+            blocks = sum(1 for n in combo if is_block_size_name(n))
+            for picked in itertools.product(*(list(enumerate(options[n])) for n in combo)):
+                if len(ranked) >= left:
+                    break
+                change = dict(zip(combo, (v for _, v in picked)))
+                ranked.append((blocks, sum(rank for rank, _ in picked), len(ranked), change))
+        ranked.sort(key=lambda item: item[:3])
+        left -= len(ranked)
+        yield from (change for *_, change in ranked)
+        if left <= 0:
+            return

@@ -125,6 +125,53 @@ def kernel(x, D: tl.constexpr, R: tl.constexpr, EARLY: tl.constexpr):
     assert change == {"D": 32}  # D - HEAD and D - R both 16: powers of two
 
 
+def test_shapes_the_body_builds_give_reshape_and_broadcast_conditions():
+    source = """
+def rotate(x_ptr, rows, RD: tl.constexpr, RDH: tl.constexpr, BLOCK_ROWS: tl.constexpr, BK: tl.constexpr,
+           K: tl.constexpr):
+    r = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    d = tl.arange(0, RD)
+    x = tl.load(x_ptr + r[:, None] * RD + d[None, :], mask=r[:, None] < rows).to(tl.float32)
+    for i in tl.static_range(4):
+        x = x * i
+    pairs = tl.reshape(x, (BLOCK_ROWS, RDH, 2))
+    a = tl.zeros([BLOCK_ROWS, BK], dtype=tl.float32)
+    b = tl.zeros([BLOCK_ROWS, K], dtype=tl.float32)
+    c = a + b
+    n = tl.sum(pairs, axis=2) + tl.zeros([BLOCK_ROWS, RDH], dtype=tl.float32)
+"""
+    facts = facts_of(source, "rotate")
+    values = {"RD": 16, "RDH": 16, "BLOCK_ROWS": 128, "BK": 128, "K": 16}
+    assert sorted((c.kind, c.line) for c in violations(facts, values)) == [("broadcast", 12), ("reshape", 9)]
+    change = solve(facts, values, list(values))[0]
+    assert len(change) == 2 and "BLOCK_ROWS" not in change  # fewest changes, block sizes last
+    fixed = {**values, **change}
+    assert fixed["RD"] == 2 * fixed["RDH"] and fixed["BK"] == fixed["K"] and not violations(facts, fixed)
+
+
+def test_a_condition_no_change_can_meet_does_not_block_the_others():
+    source = """
+def fold(x_ptr, N: tl.constexpr, W: tl.constexpr):
+    acc = tl.load(x_ptr + tl.arange(0, N))
+    p = tl.reshape(acc, (W, 32))
+    p = tl.reshape(p, (1, W))
+"""
+    facts = facts_of(source, "fold")
+    assert len(violations(facts, {"N": 16, "W": 16})) == 2  # the second reshape holds for no W (32 * W == W)
+    assert solve(facts, {"N": 16, "W": 16}, ["N", "W"])[0] == {"N": 512}
+
+
+def test_gluon_layout_sizes_must_be_powers_of_two():
+    source = """
+def conv(x, BD: tl.constexpr, NW: tl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout(size_per_thread=[1, BD // 32], threads_per_warp=[1, 32],
+                                            warps_per_cta=[NW, 1], order=[1, 0])
+"""
+    facts = facts_of(source, "conv")
+    assert [c.kind for c in violations(facts, {"BD": 16, "NW": 4})] == ["arange"]  # 16 // 32 is 0
+    assert solve(facts, {"BD": 16, "NW": 4}, ["BD"])[0] == {"BD": 32}
+
+
 def test_the_evaluator_reads_constexpr_calls_and_refuses_runtime_values():
     scope = Scope(frozenset({"B", "x"}))
     expr = ast.parse("triton.next_power_of_2(B + 1) // min(B, 4) + tl.cdiv(B, 3)", mode="eval").body
