@@ -42,6 +42,8 @@ SOLVE_BUDGET = 20_000
 MAX_CHANGES = 3
 #: Integers tried for a guessed integer besides the constraints' own literals.
 POWERS_OF_TWO = tuple(1 << k for k in range(0, 13))
+#: The smallest inner dimension ``tl.dot`` takes.
+MIN_DOT_K = 16
 #: ``tl.arange`` ranges larger than this are refused by Triton (its maximum tensor numel).
 MAX_ARANGE = 1 << 20
 
@@ -113,6 +115,8 @@ def broken(constraint: Constraint, values: Mapping[str, Any]) -> bool:
             return _product(start) != _product(end)
         if constraint.kind == "broadcast":
             return isinstance(start, int) and isinstance(end, int) and start != end and 1 not in (start, end)
+        if constraint.kind == "dot":  # Triton's tl.dot wants K >= 16
+            return isinstance(start, int) and isinstance(end, int) and (start != end or start < MIN_DOT_K)
     except (Unknown, TypeError, ValueError, ArithmeticError, RecursionError):
         return False
     if not (isinstance(start, int) and isinstance(end, int)):

@@ -12,8 +12,9 @@ is unknown: an unknown shape yields no condition. A call of a plain name (a ``@t
 helper) on tensors of known shapes is taken to be elementwise, and an operand of unknown shape
 beside one of known shape (``i_k * BK + tl.arange(0, BK)`` with ``i_k`` from a helper) a scalar. Each condition is returned as
 ``(kind, exprs, guards, line)`` for :mod:`kernelrules.specify.constexpr_constraints`: kind
-``reshape`` (``exprs``: the old and the new dimensions, as tuples of the same product) or
-``broadcast`` (``exprs``: two dimensions, equal unless one is 1).
+``reshape`` (``exprs``: the old and the new dimensions, as tuples of the same product),
+``broadcast`` (``exprs``: two dimensions, equal unless one is 1) or ``dot`` (``exprs``: the inner
+dimensions of ``tl.dot``'s operands, equal and at least 16).
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ class _ShapeReader:
         if name == "dot" and len(args) >= 2:
             a, b = self.shape(args[0], guards), self.shape(args[1], guards)
             if a is not None and b is not None and len(a) == len(b) == 2:
-                self.found.append(("broadcast", (a[1], b[0]), guards, node.lineno))
+                self.found.append(("dot", (a[1], b[0]), guards, node.lineno))
                 return (a[0], b[1])
             return None
         if name in ELEMENTWISE and (receiver_is_tl or receiver is None):

@@ -119,8 +119,9 @@ def try_proposals(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], 
                   budget: int = PROPOSAL_BUDGET) -> tuple[dict[str, Any] | None, int, dict[str, Any]]:
     """Probe the changes ``propose`` reads from the kernel and the last error, in rounds: when no
     proposal compiles, the first that failed with another error (it fixed one thing and met the
-    next) is the base of the next round. Returns the change that compiled (or None), the probes
-    spent and the last base (``{}`` when no proposal got past the first error)."""
+    next) is the base of the next round; a probe that fails otherwise (a compile past its time
+    limit) ends the proposals. Returns the change that compiled (or None), the probes spent and
+    the last base (``{}`` when no proposal got past the first error)."""
     base: dict[str, Any] = {}
     probes = 0
     for _ in range(PROPOSAL_ROUNDS):
@@ -135,8 +136,9 @@ def try_proposals(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], 
             result = probe(spec, trial)
             if result is not None and result.ok:
                 return trial, probes, base
-            if progress is None and result is not None and result.error_kind == "compile_error" \
-                    and result.message != message:
+            if result is None or result.error_kind != "compile_error":
+                return None, probes, base  # a compile that ran past its limit: the next ones would too
+            if progress is None and result.message != message:
                 progress = (trial, result.message)
         if progress is None:
             break

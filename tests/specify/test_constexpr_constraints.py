@@ -149,6 +149,18 @@ def rotate(x_ptr, rows, RD: tl.constexpr, RDH: tl.constexpr, BLOCK_ROWS: tl.cons
     assert fixed["RD"] == 2 * fixed["RDH"] and fixed["BK"] == fixed["K"] and not violations(facts, fixed)
 
 
+def test_dot_operands_agree_and_are_at_least_16_deep():
+    source = """
+def mm(a_ptr, b_ptr, BM: tl.constexpr, D_V: tl.constexpr, BN: tl.constexpr):
+    a = tl.load(a_ptr + tl.arange(0, BM)[:, None] * D_V + tl.arange(0, D_V)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, D_V)[:, None] * BN + tl.arange(0, BN)[None, :])
+    c = tl.dot(a, b)
+"""
+    facts = facts_of(source, "mm")
+    assert [c.kind for c in violations(facts, {"BM": 64, "D_V": 8, "BN": 64})] == ["dot"]
+    assert violations(facts, {"BM": 64, "D_V": 16, "BN": 64}) == []
+
+
 def test_a_condition_no_change_can_meet_does_not_block_the_others():
     source = """
 def fold(x_ptr, N: tl.constexpr, W: tl.constexpr):
@@ -261,6 +273,10 @@ def test_proposals_are_probed_first_in_rounds_within_their_budget():
     never, spent, base = try_proposals(lambda s, c: result(False, "x"), {}, "x",
                                        lambda m, b: [{"A": len(b) + 2, "GIVEN": 1}], {"A": 1}, budget=2)
     assert never is None and spent == 1 and base == {}  # A=2 fails with the same error: no progress, no round 2
+    # A compile past its time limit ends the proposals: the next ones, as large, would cost as much.
+    slow = SimpleNamespace(ok=False, error_kind="timeout", message="compile took longer than 30 s")
+    stopped, spent, _ = try_proposals(lambda s, c: slow, {}, "x", lambda m, b: [{"A": 2}, {"A": 3}], {"A": 1})
+    assert stopped is None and spent == 1
 
 
 def test_a_proposal_that_got_past_the_first_error_is_kept_when_trying_other_pointer_types():
