@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
-from .constexpr_constraints import KernelFacts, solve
+from .constexpr_constraints import KernelFacts
+from .constexpr_solve import solve
 
 #: Proposals one :func:`propose` call returns, at most.
 MAX_PROPOSALS = 4
