@@ -185,6 +185,37 @@ def conv(x, BD: tl.constexpr, NW: tl.constexpr):
     assert solve(facts, {"BD": 16, "NW": 4}, ["BD"])[0] == {"BD": 32}
 
 
+def test_helpers_imported_from_the_package_bring_their_asserts(tmp_path):
+    from kernelrules.discover.kernels import discover
+    from kernelrules.specify.constexpr_repair import kernel_facts
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(HEADER + """\
+WIDTH = tl.constexpr(4)
+
+
+@triton.jit
+def unpack(x, K_WIDTH: tl.constexpr):
+    tl.static_assert(K_WIDTH == WIDTH)
+    return x
+""")
+    (package / "kern.py").write_text(HEADER + """\
+from .helpers import unpack
+
+
+@triton.jit
+def packed(x_ptr, KW: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, unpack(tl.load(x_ptr + offs), KW))
+""")
+    (kernel,) = [k for k in discover([package / "kern.py"]).kernels if k.name == "packed"]
+    facts = kernel_facts(kernel)
+    assert [c.line for c in violations(facts, {"KW": 16, "BLOCK": 128})] == [10]  # the helper's line
+    assert solve(facts, {"KW": 16, "BLOCK": 128}, ["KW", "BLOCK"])[0] == {"KW": 4}  # the other module's constant
+
+
 def test_the_evaluator_reads_constexpr_calls_and_refuses_runtime_values():
     scope = Scope(frozenset({"B", "x"}))
     expr = ast.parse("triton.next_power_of_2(B + 1) // min(B, 4) + tl.cdiv(B, 3)", mode="eval").body
