@@ -1,20 +1,23 @@
 """What a kernel's own body says its constexprs must be, and guesses that agree (issue 14).
 
 A guessed constexpr the kernel itself rules out can only fail to compile: ``16`` for an
-``N`` the kernel asserts is a multiple of ``BLOCK_N=128``, ``"16"`` for an ``ACTIVATION``
+``N`` the kernel asserts is a multiple of ``BLOCK_N=128``, ``16`` for an ``ACTIVATION``
 it compares with ``"gelu"`` and ``"silu"`` before a ``raise``. :func:`read_constraints`
-reads, from the kernel's syntax tree and those of the same-module ``@triton.jit``
-helpers it calls (parameters bound to the caller's arguments):
+reads, from the kernel's syntax tree and those of the ``@triton.jit`` helpers it calls (in
+its module or, through a :data:`HelperFinder`, imported from its package; parameters bound
+to the caller's arguments):
 
 - ``tl.static_assert(cond)``: ``cond`` must hold;
 - a ``raise`` (Triton cannot compile one): the ``if`` tests that lead to it must not all hold;
-- ``tl.arange(start, end)``: ``end > start`` and ``end - start`` a power of two;
+- ``tl.arange(start, end)``: ``end > start`` and ``end - start`` a power of two (so must a
+  gluon ``BlockedLayout``'s sizes be);
+- the shapes it builds (:mod:`kernelrules.specify.constexpr_shapes`): reshapes, broadcasts, dots;
 
 each under the ``if`` tests that enclose it (a constexpr test that is false skips it, as
 Triton compiles only the branch taken; an early ``return`` guards what follows). Locals
 assigned once (``D_TAIL: tl.constexpr = D_QK - D_V``), parameter defaults and module
-constants are followed, and so are tensor shapes (:mod:`kernelrules.specify.constexpr_shapes`).
-:func:`kernelrules.specify.constexpr_solve.solve` then searches values of the guessed names that
+constants are followed. It also notes the values each name is compared with and the names
+used as dtypes or tuples. :func:`kernelrules.specify.constexpr_solve.solve` then searches values of the guessed names that
 break no constraint. Nothing runs the user's code: a small evaluator walks the tree and
 anything it does not know (a runtime value, an unknown call) leaves a constraint unjudged,
 never violated.
