@@ -89,8 +89,9 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
     constexpr ``changes`` applied, returning a compile result (``ok``, ``error_kind``,
     ``message``) or None. ``propose(message, change)``: changes read from the kernel and the
     error, tried first (:func:`try_proposals`, within :data:`PROPOSAL_BUDGET` more probes).
-    Returns what to change; nothing when the first probe compiles, when its failure is not one
-    a guess causes, or when nothing within the budgets compiles.
+    Returns what to change; nothing when the first probe compiles or when its failure is not
+    one a guess causes; when nothing within the budgets compiles, the proposals that got past
+    the first error (so that the kernel's reason names the error it meets next).
     """
     first = probe(spec, {})
     if not retryable(first, set(locals_)):
@@ -111,7 +112,8 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
         if result is not None and result.ok:
             pointers = tuple(guessed_fp16_pointers(spec, provenance)) if pointer_type else ()
             return Settled(variant, dict(change), {k: guessed[k] for k in change}, pointer_type, pointers, probes)
-    return Settled(spec, probes=probes)
+    # Nothing compiled: keep what the kernel's own proposals fixed, so the reason names the error after it.
+    return Settled(spec, dict(base), {k: guessed[k] for k in base}, probes=probes)
 
 
 def try_proposals(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],

@@ -321,6 +321,10 @@ def test_a_proposal_that_got_past_the_first_error_is_kept_when_trying_other_poin
     settled = settle(probe, {"x_ptr": "*fp16"}, {"x_ptr": "naming"}, {"G": 16},
                      propose=lambda message, base: [{"G": 128}] if not base else [])
     assert settled.constexprs == {"G": 128} and settled.pointer_type == "i8" and settled.probes == 1 + 1 + 3
+    # When nothing compiles, the fix is kept all the same: the kernel's reason then names the next error.
+    stuck = settle(lambda spec, change: probe({"x_ptr": "*fp16"}, change), {"x_ptr": "*fp16"}, {"x_ptr": "naming"},
+                   {"G": 16}, propose=lambda message, base: [{"G": 128}] if not base else [], budget=4)
+    assert stuck.constexprs == {"G": 128} and stuck.replaced == {"G": 16} and stuck.pointer_type is None
 
 
 # --------------------------------------------------------------------------- end to end, cross-compiled
