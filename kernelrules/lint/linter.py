@@ -289,11 +289,14 @@ class Linter:
         pointer types and constexpr values (:func:`kernelrules.specify.guess_search.settle`) and keep the first
         that compiles. Retypes ``signature`` in place; returns the sites, the guessed values and, for a
         constexpr that was changed, the guess it replaced."""
+        from ..specify.constexpr_repair import proposer
         from ..specify.guess_search import local_names, settle
 
         first = sites[0][0]
+        propose = proposer(kernel, [dict(c.constexprs) for c, _, _ in sites], list(guessed))
         found = settle(lambda spec, change: self._probe(kernel, spec, first.replace(change), fixed),
-                       signature.spec, signature.provenance, guessed, locals_=local_names(kernel_function(kernel)))
+                       signature.spec, signature.provenance, guessed, locals_=local_names(kernel_function(kernel)),
+                       propose=propose)
         if found.pointer_type:
             signature.spec = dict(found.spec)
             for name in found.pointers:

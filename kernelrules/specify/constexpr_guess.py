@@ -62,20 +62,32 @@ def is_dtype_name(name: str) -> bool:
     return "dtype" in name.lower()
 
 
-#: Keyword arguments of ``tl`` calls that take a string, and the guess for a constexpr passed to one.
-STRING_KEYWORDS = {"input_precision": "tf32", "eviction_policy": "", "cache_modifier": "", "padding_option": ""}
+#: Keyword arguments of ``tl`` calls that take a string, and the guess for a constexpr passed to one
+#: (``sem``/``scope`` of the atomics: their defaults, ``acq_rel`` and ``gpu``).
+STRING_KEYWORDS = {"input_precision": "tf32", "eviction_policy": "", "cache_modifier": "", "padding_option": "",
+                   "sem": "acq_rel", "scope": "gpu"}
+#: ``tl`` calls that take a message string at a position (``tl.device_assert(cond, MSG)``), and its guess.
+STRING_POSITIONS = {"device_assert": 1}
+MESSAGE_GUESS = "guessed message"
 #: Other strings to try when a string guess does not compile.
-STRING_ALTERNATIVES = {"tf32": ["ieee", "tf32x3"], "": ["evict_last", "evict_first"]}
+STRING_ALTERNATIVES = {"tf32": ["ieee", "tf32x3"], "": ["evict_last", "evict_first"], "acq_rel": ["relaxed"]}
 
 
 def string_names(func: ast.FunctionDef) -> dict[str, str]:
-    """Names ``func`` passes where ``tl`` wants a string (``input_precision=DOT_PRECISION``), with the guess."""
+    """Names ``func`` passes where ``tl`` wants a string (``input_precision=DOT_PRECISION``,
+    ``sem=SEM``, ``tl.device_assert(c, MESSAGE)``), with the guess."""
     found: dict[str, str] = {}
     for node in ast.walk(func):
         if isinstance(node, ast.Call):
             for kw in node.keywords:
                 if kw.arg in STRING_KEYWORDS and isinstance(kw.value, ast.Name):
                     found.setdefault(kw.value.id, STRING_KEYWORDS[kw.arg])
+                elif kw.arg == "msg" and isinstance(kw.value, ast.Name):
+                    found.setdefault(kw.value.id, MESSAGE_GUESS)
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            position = STRING_POSITIONS.get(callee)
+            if position is not None and len(node.args) > position and isinstance(node.args[position], ast.Name):
+                found.setdefault(node.args[position].id, MESSAGE_GUESS)
     return found
 
 

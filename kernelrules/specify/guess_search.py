@@ -23,6 +23,14 @@ from ..compile.limits import undefined_name
 #: Probe compiles one search may spend (each is one config on one architecture, cached).
 DEFAULT_BUDGET = 24
 
+#: Probe compiles the kernel's own proposals (:func:`try_proposals`) may spend before the search below.
+PROPOSAL_BUDGET = 8
+#: Rounds of proposals: a proposal that fails with another error is the base of the next round's.
+PROPOSAL_ROUNDS = 3
+
+#: ``propose(message, change)``: constexpr changes to probe on top of ``change`` after ``message``.
+Proposer = Callable[[str, Mapping[str, Any]], list]
+
 #: Pointer element types tried, in order, for pointers whose ``*fp16`` was only guessed from the name.
 POINTER_ALTERNATIVES = ("bf16", "fp32", "i8")
 
@@ -74,27 +82,67 @@ def retryable(result: Any, locals_: set[str]) -> bool:
 
 def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],
            provenance: Mapping[str, str], guessed: Mapping[str, Any], *, locals_: set[str] = frozenset(),
-           budget: int = DEFAULT_BUDGET) -> Settled:
+           budget: int = DEFAULT_BUDGET, propose: Proposer | None = None) -> Settled:
     """Search guesses until the first config compiles.
 
     ``probe(spec, changes)`` compiles the first config with signature ``spec`` and the
     constexpr ``changes`` applied, returning a compile result (``ok``, ``error_kind``,
-    ``message``) or None. Returns what to change; nothing when the first probe compiles,
-    when its failure is not one a guess causes, or when nothing within ``budget`` compiles.
+    ``message``) or None. ``propose(message, change)``: changes read from the kernel and the
+    error, tried first (:func:`try_proposals`, within :data:`PROPOSAL_BUDGET` more probes).
+    Returns what to change; nothing when the first probe compiles or when its failure is not
+    one a guess causes; when nothing within the budgets compiles, the proposals that got past
+    the first error (so that the kernel's reason names the error it meets next).
     """
     first = probe(spec, {})
     if not retryable(first, set(locals_)):
         return Settled(spec, probes=1)
+    proposed, spent, base = try_proposals(probe, spec, first.message, propose, guessed) if propose else (None, 0, {})
+    if proposed:
+        return Settled(spec, proposed, {k: guessed[k] for k in proposed}, probes=1 + spent)
     variants = pointer_variants(spec, provenance)
     singles = [{name: alt} for name, value in guessed.items() for alt in alternatives(value)]
     tries: list[tuple[str | None, Mapping[str, Any], dict[str, Any]]] = [(t, s, {}) for t, s in variants]
     tries += [(None, spec, change) for change in singles]
     tries += [(t, s, change) for t, s in variants for change in singles]
-    probes = 1
+    tries = [(t, s, base) for t, s in variants if base] + tries  # the proposals' fix, then other types too
+    probes = 1 + spent
     for pointer_type, variant, change in tries[:budget]:
         probes += 1
         result = probe(variant, change)
         if result is not None and result.ok:
             pointers = tuple(guessed_fp16_pointers(spec, provenance)) if pointer_type else ()
             return Settled(variant, dict(change), {k: guessed[k] for k in change}, pointer_type, pointers, probes)
-    return Settled(spec, probes=probes)
+    # Nothing compiled: keep what the kernel's own proposals fixed, so the reason names the error after it.
+    return Settled(spec, dict(base), {k: guessed[k] for k in base}, probes=probes)
+
+
+def try_proposals(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],
+                  message: str, propose: Proposer, guessed: Mapping[str, Any], *,
+                  budget: int = PROPOSAL_BUDGET) -> tuple[dict[str, Any] | None, int, dict[str, Any]]:
+    """Probe the changes ``propose`` reads from the kernel and the last error, in rounds: when no
+    proposal compiles, the first that failed with another error (it fixed one thing and met the
+    next) is the base of the next round; a probe that fails otherwise (a compile past its time
+    limit) ends the proposals. Returns the change that compiled (or None), the probes spent and
+    the last base (``{}`` when no proposal got past the first error)."""
+    base: dict[str, Any] = {}
+    probes = 0
+    for _ in range(PROPOSAL_ROUNDS):
+        progress = None
+        for change in propose(message, base):
+            trial = {**base, **{k: v for k, v in change.items() if k in guessed}}
+            if trial == base:
+                continue
+            if probes >= budget:
+                return None, probes, base
+            probes += 1
+            result = probe(spec, trial)
+            if result is not None and result.ok:
+                return trial, probes, base
+            if result is None or result.error_kind != "compile_error":
+                return None, probes, base  # a compile that ran past its limit: the next ones would too
+            if progress is None and result.message != message:
+                progress = (trial, result.message)
+        if progress is None:
+            break
+        base, message = progress
+    return None, probes, base
