@@ -15,6 +15,13 @@ Usage::
 ``DIR`` is the install directory of ``corpus_lint.py --dir`` (packages are installed there if
 missing). The summary line counts kernels now analyzed, still needs-spec (by reason), in
 error, and with CMP001.
+
+    python benchmarks/corpus_recheck.py --table RESULTS_DIR
+
+prints the table of docs/corpus-results.md's re-check from the committed rows in
+``RESULTS_DIR/<package>.json`` (one ``--out`` file per package) and the committed full run:
+the kernels the full run analyzed are counted as analyzed still (this script does not
+re-lint them).
 """
 
 from __future__ import annotations
@@ -70,7 +77,37 @@ def recheck(name: str, base: Path, reasons: set[str], arch: str, jobs: int) -> l
     return rows
 
 
+def table(results: Path) -> str:
+    """Per package: launchable kernels, analyzed in the full run, analyzed now, what still needs a spec."""
+    lines = ["| package | launchable | analyzed, full run | of the rest, analyzed now | analyzed now (share) "
+             "| still needs-spec (launchable), by reason | CMP001 / errors |", "|---|---|---|---|---|---|---|"]
+    totals = collections.Counter()
+    for name in corpus_lint.ORDER:
+        full = json.loads((corpus_lint.RESULTS / f"{name}.json").read_text())
+        rows_path = results / f"{name}.json"
+        if not rows_path.exists():
+            continue
+        rows = json.loads(rows_path.read_text())
+        launchable = corpus_lint.launchable(full)
+        before = full["analyzed_compiled"]
+        gained = sum(r["status"] == "analyzed" for r in rows)
+        still = collections.Counter(r["reason"] for r in rows
+                                    if r["status"] == "needs-spec" and r["reason"] != "needs-another-triton")
+        bad = f"{sum(r['cmp001'] for r in rows)} / {sum(r['status'] == 'error' for r in rows)}"
+        totals.update(launchable=launchable, before=before, gained=gained, still=sum(still.values()))
+        reasons = ", ".join(f"{v} {k}" for k, v in still.most_common())
+        lines.append(f"| {full['package']} | {launchable} | {before} | {gained} | {before + gained} "
+                     f"({100 * (before + gained) / launchable:.1f} %) | {sum(still.values())}: {reasons} | {bad} |")
+    now = totals["before"] + totals["gained"]
+    lines.append(f"| **all** | {totals['launchable']} | {totals['before']} | {totals['gained']} | **{now} "
+                 f"({100 * now / max(1, totals['launchable']):.1f} %)** | {totals['still']} | |")
+    return "\n".join(lines)
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--table":
+        print(table(Path(sys.argv[2])))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, required=True, help="install directory of corpus_lint.py --dir")
     parser.add_argument("--only", default="", help="comma-separated package names: " + ",".join(corpus_lint.PACKAGES))
