@@ -153,8 +153,10 @@ class KernelConfig:
         at launch); ``blocks`` maps each block-size constexpr to its value and
         ``amd_options`` holds the AMD-only options that were given.
         """
-        constexprs, backend = self.constexprs, self.backend_options
-        ns: dict[str, Any] = {**LAUNCH_DEFAULTS.get(vendor, LAUNCH_DEFAULTS["nvidia"]), **constexprs}
+        # copies of the plain dicts behind the read-only views: much cheaper than reading through the views
+        constexprs, backend = self.constexprs.copy(), self.backend_options.copy()
+        ns: dict[str, Any] = LAUNCH_DEFAULTS.get(vendor, LAUNCH_DEFAULTS["nvidia"]).copy()
+        ns.update(constexprs)
         if self.num_warps is not None:  # LAUNCH_OPTIONS, unrolled: judging builds this for every config
             ns["num_warps"] = self.num_warps
         if self.num_stages is not None:
@@ -166,7 +168,7 @@ class KernelConfig:
         if backend:
             ns.update(backend)
         ns["blocks"] = {k: constexprs[k] for k in _block_keys(tuple(constexprs)) if not isinstance(constexprs[k], bool)}
-        ns["amd_options"] = dict(backend)
+        ns["amd_options"] = backend
         return ns
 
     def validate(self) -> None:
