@@ -273,15 +273,20 @@ def _all(items: Any) -> bool:
 @function("keys", 1, signature="keys(mapping)")
 def _keys(mapping: Any) -> list[Any]:
     """Sorted list of a mapping's keys."""
-    return _sorted_keys(_mapping(mapping, "keys"))
+    keys = list(mapping if type(mapping) is dict else _mapping(mapping, "keys"))
+    return keys if len(keys) < 2 else _sorted_keys(keys)
 
 
 @function("non_pow2", 1, signature="non_pow2(mapping)")
 def _non_pow2(mapping: Any) -> list[Any]:
     """Sorted keys of a mapping whose values are not powers of two."""
-    mapping = _mapping(mapping, "non_pow2")
-    return _sorted_keys([key for key, value in mapping.items()
-                         if not (type(value) is int and value > 0 and value & (value - 1) == 0 or _is_pow2(value))])
+    if type(mapping) is not dict:
+        mapping = _mapping(mapping, "non_pow2")
+    found = []
+    for key, value in mapping.items():  # an int is checked here, anything else by is_pow2()
+        if not (type(value) is int and value > 0 and value & (value - 1) == 0) and not _is_pow2(value):
+            found.append(key)
+    return found if len(found) < 2 else _sorted_keys(found)
 
 
 @function("without", 2, signature="without(list, other)")

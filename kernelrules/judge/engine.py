@@ -255,8 +255,9 @@ class Engine:
         dynamic = [r for r in plan if r.roots & varying]
         # each rule with its condition (bound to this architecture's values for a large batch) and its diagnostic's parts
         conditions = self._bound_conditions(dynamic, arch_ns) if len(configs) >= BIND_BATCH else None
-        steps = [(rule, conditions[rule] if conditions else rule.condition.evaluate, rule.code, rule.name,
-                  rule.severity, rule.stage, rule.repairs[0].description if rule.repairs else None, rule.message)
+        steps = [(conditions[rule] if conditions else rule.condition.evaluate,
+                  (rule, rule.code, rule.name, rule.severity, rule.stage,
+                   rule.repairs[0].description if rule.repairs else None, rule.message))
                  for rule in dynamic]
         last_keys: Any = None
         split: tuple[list[Any], list[str]] = ([], [])
@@ -267,21 +268,22 @@ class Engine:
             facts = facts_fn(config) if facts_fn is not None else no_facts
             if facts.keys() != last_keys:  # which rules can judge with these facts (the same for most configs)
                 known = frozenset(facts)
-                split = ([step for step in steps if step[0].fact_names <= known],
-                         [step[2] for step in steps if not step[0].fact_names <= known])
+                split = ([step for step in steps if step[1][0].fact_names <= known],
+                         [step[1][1] for step in steps if not step[1][0].fact_names <= known])
                 last_keys = known
             active, deferred = split
             env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns,
                    "facts": facts if facts_fn is not None else {}, "problem": {}}
             verdict = Verdict(config, arch_name, stage, [], list(deferred))
             diagnostics = verdict.diagnostics
-            for rule, evaluate, code, name, severity, rule_stage, fix, template in active:
+            for evaluate, step in active:
                 try:  # _apply_rule, inlined: this loop is the hot path of prune
                     fired = evaluate(env)
                 except exprlang.ExprError:
-                    self._apply_rule(rule, env, verdict)  # the slow path says why
+                    self._apply_rule(step[0], env, verdict)  # the slow path says why
                     continue
                 if fired:
+                    _, code, name, severity, rule_stage, fix, template = step
                     diagnostics.append(Diagnostic(code, name, severity, None, rule_stage, fix, template=template, env=env))
             if shared_diagnostics or shared_deferred:
                 diagnostics.extend(shared_diagnostics)

@@ -38,6 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..analyzers.irgraph import IrGraph
 from ..config import KernelConfig
+from .predict_plan import PredictPlan
 from .shared_liveness import live_sets
 from .tensor_memory import tmem_allocation_size, tmem_chunk
 
@@ -267,7 +268,39 @@ class ResourceModel:
         return (max(sum(sizes[i] for i in s) for s in sets) if sets else total), total
 
     def predict(self, config: KernelConfig, defaults: Mapping[str, int] | None = None) -> dict[str, Any]:
-        """Predicted facts for one config (plain values, ready for rules as ``facts.*``)."""
+        """Predicted facts for one config (plain values, ready for rules as ``facts.*``).
+
+        A model of one dot on NVIDIA tensor cores without tensor memory predicts through its
+        :class:`~kernelrules.predict.predict_plan.PredictPlan` (the same facts, faster); any
+        other through :meth:`predict_general`.
+        """
+        plan = self.__dict__.get("_predict_plan")
+        if plan is None:
+            plan = self.__dict__["_predict_plan"] = PredictPlan(self)
+        if not plan.applies:
+            return self.predict_general(config, defaults)
+        if defaults:
+            num_warps = config.num_warps or defaults["num_warps"]
+            num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
+        else:
+            num_warps = config.num_warps or 4
+            num_stages = config.num_stages if config.num_stages is not None else self.default_num_stages
+        try:
+            return plan.predict(self, config, num_warps, num_stages)
+        except (KeyError, TypeError, ValueError):
+            return {}  # a constexpr the formula needs is missing: no prediction, rules defer
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__.pop("_predict_plan", None)  # the plan read the fields as they were
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_predict_plan", None)  # laid out again on first use
+        return state
+
+    def predict_general(self, config: KernelConfig, defaults: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """:meth:`predict` by the general formulas, for any model (the reference its plan is tested against)."""
         values = config.constexprs
         if defaults:
             num_warps = config.num_warps or defaults["num_warps"]
