@@ -4,13 +4,20 @@
 that calls its children's closures directly; constant operands are captured
 as values rather than closures, subtrees whose operands are all constants
 are evaluated once at compile time (when the result is a scalar and no error
-occurs), and ``x in [literal, ...]`` becomes a frozenset lookup. No user text
+occurs), and ``x in [literal, ...]`` becomes a frozenset lookup. The shapes rule
+conditions are mostly made of run as one closure each: a two-part name compared
+with a constant (``facts.shared_bytes > 232448``) or passed to a one-argument
+function (``is_pow2(config.num_warps)``), and ``and``/``or`` of two such
+comparisons. Names of a ``bound`` namespace are read when compiling. No user text
 ever reaches ``eval``/``exec``: the only code run is the closures below, the
 guarded operators of :mod:`values` and the registered functions.
 
 ``env`` maps each namespace root to a mapping (nested mappings for dotted
 access) and ``value`` to the value itself. A name with no value raises
 :class:`MissingName`; every other failure is :class:`ExprEvalError`.
+
+Why over 400 lines: the closure of every node shape and those of the shapes run as
+one closure raise the same errors at the same positions; they are kept side by side.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ class _Code:
     constant: bool = False
     value: Any = None
     items: tuple[Any, ...] | None = None  # set for a list of constant scalars
+    # set for ``root.key OP constant``: (root, key, dotted, line, column of the name, operator, constant, fail)
+    field_op: tuple[Any, ...] | None = None
 
 
 def compile_expr(expr: ast.Expr, bound: Mapping[str, Mapping[str, Any]] | None = None) -> Evaluator:
@@ -235,10 +244,41 @@ def _boolop(node: ast.BoolOp, bound: Env) -> _Code:
     if left.constant:
         decides = bool(left.value) if node.op == "or" else not left.value
         return left if decides else right
+    if left.field_op is not None and right.field_op is not None:
+        return _Code(_field_boolop(node.op == "or", left.field_op, right.field_op))
     first, second = left.run, right.run
     if node.op == "or":
         return _Code(lambda env: first(env) or second(env))
     return _Code(lambda env: first(env) and second(env))
+
+
+def _field_boolop(either: bool, left: tuple[Any, ...], right: tuple[Any, ...]) -> Evaluator:
+    """``a.x OP c and b.y OP d`` (or ``or``) in one closure: the two comparisons of
+    ``binary_field_const`` inlined, with Python's short circuit."""
+    root1, key1, dotted1, line1, column1, apply1, b1, fail1 = left
+    root2, key2, dotted2, line2, column2, apply2, b2, fail2 = right
+
+    def field_boolop(env: Env) -> Any:
+        try:
+            a = env[root1][key1]
+        except _LOOKUP_ERRORS:
+            raise MissingName(root1, dotted1, line1, column1) from None
+        try:
+            result = apply1(a, b1)
+        except _CAUGHT as exc:
+            raise fail1(a, b1, exc) from None
+        if result if either else not result:
+            return result
+        try:
+            a = env[root2][key2]
+        except _LOOKUP_ERRORS:
+            raise MissingName(root2, dotted2, line2, column2) from None
+        try:
+            return apply2(a, b2)
+        except _CAUGHT as exc:
+            raise fail2(a, b2, exc) from None
+
+    return field_boolop
 
 
 def _binary(node: ast.BinOp | ast.Compare, bound: Env) -> _Code:
@@ -270,7 +310,7 @@ def _binary(node: ast.BinOp | ast.Compare, bound: Env) -> _Code:
                 except _CAUGHT as exc:
                     raise fail(a, b, exc) from None
 
-            return _Code(binary_field_const)
+            return _Code(binary_field_const, field_op=(root, key, dotted, name_line, name_column, apply, b, fail))
 
         def binary_const(env: Env) -> Any:
             a = first(env)

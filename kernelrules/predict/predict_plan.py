@@ -29,7 +29,7 @@ class PredictPlan:
     """One model's predictions for a kernel with one dot on NVIDIA tensor cores without tensor memory."""
 
     __slots__ = ("applies", "dot", "m", "n", "k", "wgmma", "wgmma_m_multiple", "warp_size", "terms", "live",
-                 "live_unpipelined", "barriers")
+                 "live_unpipelined", "barriers", "bits")
 
     def __init__(self, model: Any) -> None:
         dots = model.dots
@@ -43,6 +43,8 @@ class PredictPlan:
         self.live, self.live_unpipelined, self.barriers = model.live, model.live_unpipelined, model.barriers
         #: path -> its buffer terms: (dimensions, element bits, stage offset, count), laid out on first use
         self.terms: dict[str, tuple[Any, ...]] = {}
+        #: path -> bits per A element as the path lowers the dot, kept once known
+        self.bits: dict[str, int] = {}
 
     def predict(self, model: Any, config: Any, num_warps: Any, num_stages: Any) -> dict[str, Any]:
         """The facts of ``ResourceModel.predict`` (raising where it returns none: a missing or bad constexpr)."""
@@ -81,7 +83,10 @@ class PredictPlan:
         threads = self.warp_size * num_warps
         # rounded up like the compiled fact (a 16x16 tile over 8 64-lane waves still takes a register)
         accumulator = -(-(m * n * dot.acc_bits // 32) // threads) * True  # (in registers: not tcgen05)
-        operands = (m * k + k * n) * dot.operand_bits(path) // 32 // threads
+        bits = self.bits.get(path)
+        if bits is None:
+            bits = self.bits[path] = dot.operand_bits(path)
+        operands = (m * k + k * n) * bits // 32 // threads
         return {
             "predicted": True,
             "origin": "predicted",
