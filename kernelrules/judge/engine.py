@@ -27,6 +27,9 @@ DEFERRING_ROOTS = frozenset({"facts", "problem"})
 BIND_BATCH = 256
 
 
+_new_object = object.__new__
+
+
 def _code_of(diagnostic: "Diagnostic") -> str:
     return diagnostic.code
 
@@ -54,6 +57,16 @@ class Diagnostic:
     ) -> None:
         self.code, self.name, self.severity, self.stage, self.fix = code, name, severity, stage, fix
         self._message, self._template, self._env = message, template, env
+
+    @classmethod
+    def fired(cls, code: str, name: str, severity: str, stage: str, fix: str | None, template: Any,
+              env: Mapping[str, Any]) -> "Diagnostic":
+        """A rule's finding whose message is rendered from ``template`` in ``env`` when first read
+        (``Diagnostic(code, name, severity, None, stage, fix, template=..., env=...)``, built faster)."""
+        diagnostic = _new_object(cls)
+        diagnostic.code, diagnostic.name, diagnostic.severity, diagnostic.stage = code, name, severity, stage
+        diagnostic.fix, diagnostic._message, diagnostic._template, diagnostic._env = fix, None, template, env
+        return diagnostic
 
     @property
     def message(self) -> str:
@@ -259,6 +272,7 @@ class Engine:
                   (rule, rule.code, rule.name, rule.severity, rule.stage,
                    rule.repairs[0].description if rule.repairs else None, rule.message))
                  for rule in dynamic]
+        new_diagnostic = Diagnostic.fired
         last_keys: Any = None
         split: tuple[list[Any], list[str]] = ([], [])
         verdicts = []
@@ -283,8 +297,7 @@ class Engine:
                     self._apply_rule(step[0], env, verdict)  # the slow path says why
                     continue
                 if fired:
-                    _, code, name, severity, rule_stage, fix, template = step
-                    diagnostics.append(Diagnostic(code, name, severity, None, rule_stage, fix, template=template, env=env))
+                    diagnostics.append(new_diagnostic(*step[1:], env))
             if shared_diagnostics or shared_deferred:
                 diagnostics.extend(shared_diagnostics)
                 verdict.deferred.extend(shared_deferred)
