@@ -167,7 +167,12 @@ class KernelConfig:
             ns["maxnreg"] = self.maxnreg
         if backend:
             ns.update(backend)
-        ns["blocks"] = {k: constexprs[k] for k in _block_keys(tuple(constexprs)) if not isinstance(constexprs[k], bool)}
+        blocks = {}
+        for name in _block_keys(tuple(constexprs)):
+            value = constexprs[name]
+            if value is not True and value is not False:  # (not a bool: the only two bools)
+                blocks[name] = value
+        ns["blocks"] = blocks
         ns["amd_options"] = backend
         return ns
 

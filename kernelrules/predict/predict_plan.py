@@ -29,7 +29,7 @@ class PredictPlan:
     """One model's predictions for a kernel with one dot on NVIDIA tensor cores without tensor memory."""
 
     __slots__ = ("applies", "dot", "m", "n", "k", "wgmma", "wgmma_m_multiple", "warp_size", "terms", "live",
-                 "live_unpipelined", "barriers", "bits")
+                 "live_unpipelined", "barriers", "bits", "source_bits", "dims")
 
     def __init__(self, model: Any) -> None:
         dots = model.dots
@@ -45,6 +45,8 @@ class PredictPlan:
         self.terms: dict[str, tuple[Any, ...]] = {}
         #: path -> bits per A element as the path lowers the dot, kept once known
         self.bits: dict[str, int] = {}
+        self.source_bits: int | None = None  # the source dtype's bits, kept once known
+        self.dims = dict(self.dot.named_dims)  # ``dot_dims``, copied for each config
 
     def predict(self, model: Any, config: Any, num_warps: Any, num_stages: Any) -> dict[str, Any]:
         """The facts of ``ResourceModel.predict`` (raising where it returns none: a missing or bad constexpr)."""
@@ -87,6 +89,9 @@ class PredictPlan:
         if bits is None:
             bits = self.bits[path] = dot.operand_bits(path)
         operands = (m * k + k * n) * bits // 32 // threads
+        source_bits = self.source_bits
+        if source_bits is None:
+            source_bits = self.source_bits = dot.source_bits()
         return {
             "predicted": True,
             "origin": "predicted",
@@ -100,6 +105,6 @@ class PredictPlan:
             "dot_n": n,
             "dot_k": k,
             "dot_count": 1,
-            "dot_operand_bits": dot.source_bits(),
-            "dot_dims": dict(dot.named_dims),
+            "dot_operand_bits": source_bits,
+            "dot_dims": self.dims.copy(),
         }
