@@ -52,6 +52,12 @@ def is_block_size_name(name: str) -> bool:
     return bool(_BLOCK_NAME.match(upper))
 
 
+@lru_cache(maxsize=1024)
+def _block_keys(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The block-size names among a config's constexpr names, in order (the same few name tuples recur)."""
+    return tuple(name for name in names if is_block_size_name(name))
+
+
 @dataclass(frozen=True)
 class KernelConfig:
     """One config: constexpr values, launch options and backend options."""
@@ -147,15 +153,27 @@ class KernelConfig:
         at launch); ``blocks`` maps each block-size constexpr to its value and
         ``amd_options`` holds the AMD-only options that were given.
         """
-        ns: dict[str, Any] = dict(LAUNCH_DEFAULTS.get(vendor, LAUNCH_DEFAULTS["nvidia"]))
-        ns.update(self.constexprs)
-        for name in LAUNCH_OPTIONS:
-            value = getattr(self, name)
-            if value is not None:
-                ns[name] = value
-        ns.update(self.backend_options)
-        ns["blocks"] = {k: v for k, v in self.constexprs.items() if is_block_size_name(k) and not isinstance(v, bool)}
-        ns["amd_options"] = dict(self.backend_options)
+        # copies of the plain dicts behind the read-only views: much cheaper than reading through the views
+        constexprs, backend = self.constexprs.copy(), self.backend_options.copy()
+        ns: dict[str, Any] = LAUNCH_DEFAULTS.get(vendor, LAUNCH_DEFAULTS["nvidia"]).copy()
+        ns.update(constexprs)
+        if self.num_warps is not None:  # LAUNCH_OPTIONS, unrolled: judging builds this for every config
+            ns["num_warps"] = self.num_warps
+        if self.num_stages is not None:
+            ns["num_stages"] = self.num_stages
+        if self.num_ctas is not None:
+            ns["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            ns["maxnreg"] = self.maxnreg
+        if backend:
+            ns.update(backend)
+        blocks = {}
+        for name in _block_keys(tuple(constexprs)):
+            value = constexprs[name]
+            if value is not True and value is not False:  # (not a bool: the only two bools)
+                blocks[name] = value
+        ns["blocks"] = blocks
+        ns["amd_options"] = backend
         return ns
 
     def validate(self) -> None:

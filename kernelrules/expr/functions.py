@@ -97,7 +97,7 @@ def _sequence(value: Any, fn: str) -> Sequence[Any]:
 
 
 def _mapping(value: Any, fn: str) -> Mapping[Any, Any]:
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # a plain dict skips the ABC check
         return value
     raise ExprEvalError(f"{fn}() needs a mapping, got {type_name(value)}")
 
@@ -111,6 +111,8 @@ def _show(value: Any) -> str:
 def _sorted_keys(keys: Any) -> list[Any]:
     """Keys in natural order, or by their text when they do not compare."""
     keys = list(keys)
+    if len(keys) < 2:  # nothing to order (the common case: no offending key)
+        return keys
     try:
         return sorted(keys)
     except TypeError:
@@ -241,7 +243,7 @@ def _clamp(x: Any, lo: Any, hi: Any) -> int | float:
 @function("len", 1, signature="len(x)")
 def _len(x: Any) -> int:
     """Number of items of a list or mapping, or characters of a string."""
-    if isinstance(x, (str, list, tuple, Mapping)):
+    if isinstance(x, (str, list, tuple, dict, Mapping)):
         return len(x)
     raise ExprEvalError(f"len() needs a list, mapping or string, got {type_name(x)}")
 
@@ -271,14 +273,20 @@ def _all(items: Any) -> bool:
 @function("keys", 1, signature="keys(mapping)")
 def _keys(mapping: Any) -> list[Any]:
     """Sorted list of a mapping's keys."""
-    return _sorted_keys(_mapping(mapping, "keys"))
+    keys = list(mapping if type(mapping) is dict else _mapping(mapping, "keys"))
+    return keys if len(keys) < 2 else _sorted_keys(keys)
 
 
 @function("non_pow2", 1, signature="non_pow2(mapping)")
 def _non_pow2(mapping: Any) -> list[Any]:
     """Sorted keys of a mapping whose values are not powers of two."""
-    mapping = _mapping(mapping, "non_pow2")
-    return _sorted_keys(key for key, value in mapping.items() if not _is_pow2(value))
+    if type(mapping) is not dict:
+        mapping = _mapping(mapping, "non_pow2")
+    found = []
+    for key, value in mapping.items():  # an int is checked here, anything else by is_pow2()
+        if not (type(value) is int and value > 0 and value & (value - 1) == 0) and not _is_pow2(value):
+            found.append(key)
+    return found if len(found) < 2 else _sorted_keys(found)
 
 
 @function("without", 2, signature="without(list, other)")

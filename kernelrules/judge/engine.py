@@ -14,99 +14,21 @@ the nearest config (fewest edits) that no error rule rejects.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import expr as exprlang
 from ..config import KernelConfig
 from .ruleset import Rule, RuleSet, builtin_rules
+from .verdict import Diagnostic, Verdict
 
 #: Namespaces whose missing names mean "cannot judge yet" rather than "does not apply".
 DEFERRING_ROOTS = frozenset({"facts", "problem"})
+#: The smallest batch for which judge_many compiles the conditions with the architecture's values bound.
+BIND_BATCH = 256
 
 
-class Diagnostic:
-    """One finding: which rule, how bad, what it says, and the first repair it suggests.
-
-    The message is rendered from the rule's template when first read: judging
-    many configs only decides verdicts, and most messages are never shown.
-    """
-
-    __slots__ = ("code", "name", "severity", "stage", "fix", "_message", "_template", "_env")
-
-    def __init__(
-        self,
-        code: str,
-        name: str,
-        severity: str,
-        message: str | None = None,
-        stage: str = "config",
-        fix: str | None = None,
-        *,
-        template: Any = None,
-        env: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.code, self.name, self.severity, self.stage, self.fix = code, name, severity, stage, fix
-        self._message, self._template, self._env = message, template, env
-
-    @property
-    def message(self) -> str:
-        """The rendered message, with the numbers filled in."""
-        if self._message is None:
-            self._message = self._template.render(self._env) if self._template is not None else ""
-            self._template = self._env = None
-        return self._message
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Diagnostic):
-            return NotImplemented
-        return self.to_json() == other.to_json()
-
-    def __repr__(self) -> str:
-        return f"Diagnostic({self.code}, {self.severity}, {self.message!r})"
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form shared by every command: code, name, severity, message (+ fix)."""
-        out = {"code": self.code, "name": self.name, "severity": self.severity, "message": self.message}
-        if self.fix:
-            out["fix"] = self.fix
-        return out
-
-
-@dataclass
-class Verdict:
-    """The judgement of one config on one architecture."""
-
-    config: KernelConfig
-    arch: str
-    stage: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    deferred: list[str] = field(default_factory=list)
-    repair: KernelConfig | None = None
-    repair_steps: tuple[str, ...] = ()
-
-    @property
-    def rejected(self) -> bool:
-        """True when an error-severity rule fired."""
-        return any(d.severity == "error" for d in self.diagnostics)
-
-    @property
-    def verdict(self) -> str:
-        """``"reject"`` or ``"pass"``."""
-        return "reject" if self.rejected else "pass"
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready record of this verdict."""
-        return {
-            "config": self.config.to_dict(),
-            "arch": self.arch,
-            "verdict": self.verdict,
-            "stage": self.stage,
-            "diagnostics": [d.to_json() for d in self.diagnostics],
-            "deferred": list(self.deferred),
-            "repair": None if self.repair is None else self.repair.to_dict(),
-            "repair_steps": list(self.repair_steps),
-        }
+def _code_of(diagnostic: Diagnostic) -> str:
+    return diagnostic.code
 
 
 def kernel_namespace(kernel: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -125,6 +47,7 @@ class Engine:
     def __init__(self, rules: RuleSet | None = None) -> None:
         self.rules = rules if rules is not None else builtin_rules()
         self._plans: dict[tuple[str, str | None], tuple[Rule, ...]] = {}
+        self._bound: dict[int, tuple[Mapping[str, Any], dict[Rule, Any]]] = {}
 
     def plan(self, arch: Any) -> tuple[Rule, ...]:
         """The rules that apply to ``arch``, in code order."""
@@ -237,43 +160,71 @@ class Engine:
                     facts_fn: Callable[[KernelConfig], Mapping[str, Any]] | None, stage: str) -> list[Verdict]:
         arch_ns = arch.namespace()
         kernel_ns = kernel_namespace(kernel)
-        vendor = arch.vendor
+        vendor, arch_name = arch.vendor, arch.name
         varying = {"config", "facts"}
         plan = self.plan(arch)
-        shared = Verdict(config=KernelConfig(), arch=arch.name, stage=stage)
+        shared = Verdict(config=KernelConfig(), arch=arch_name, stage=stage)
         for rule in plan:
             if not rule.roots & varying:
                 self._apply_rule(rule, {"config": {}, "arch": arch_ns, "kernel": kernel_ns, "facts": {}, "problem": {}}, shared)
+        shared_diagnostics, shared_deferred = shared.diagnostics, shared.deferred
         dynamic = [r for r in plan if r.roots & varying]
+        # each rule with its condition (bound to this architecture's values for a large batch) and its diagnostic's parts
+        conditions = self._bound_conditions(dynamic, arch_ns) if len(configs) >= BIND_BATCH else None
+        steps = [(conditions[rule] if conditions else rule.condition.evaluate,
+                  (rule, rule.code, rule.name, rule.severity, rule.stage,
+                   rule.repairs[0].description if rule.repairs else None, rule.message))
+                 for rule in dynamic]
+        new_diagnostic = Diagnostic.fired
         last_keys: Any = None
-        split: tuple[list[Rule], list[str]] = ([], [])
+        split: tuple[list[Any], list[str]] = ([], [])
         verdicts = []
+        append = verdicts.append
+        no_facts: dict[str, Any] = {}
         for config in configs:
-            facts = facts_fn(config) if facts_fn is not None else {}
+            facts = facts_fn(config) if facts_fn is not None else no_facts
             if facts.keys() != last_keys:  # which rules can judge with these facts (the same for most configs)
                 known = frozenset(facts)
-                split = ([r for r in dynamic if r.fact_names <= known],
-                         [r.code for r in dynamic if not r.fact_names <= known])
+                split = ([step for step in steps if step[1][0].fact_names <= known],
+                         [step[1][1] for step in steps if not step[1][0].fact_names <= known])
                 last_keys = known
             active, deferred = split
-            env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns, "facts": facts, "problem": {}}
-            verdict = Verdict(config=config, arch=arch.name, stage=stage, deferred=list(deferred))
-            for rule in active:  # _apply_rule, inlined: this loop is the hot path of prune
-                try:
-                    fired = rule.condition.evaluate(env)
+            env = {"config": config.namespace(vendor), "arch": arch_ns, "kernel": kernel_ns,
+                   "facts": facts if facts_fn is not None else {}, "problem": {}}
+            verdict = Verdict(config, arch_name, stage, [], list(deferred))
+            diagnostics = verdict.diagnostics
+            for evaluate, step in active:
+                try:  # _apply_rule, inlined: this loop is the hot path of prune
+                    fired = evaluate(env)
                 except exprlang.ExprError:
-                    self._apply_rule(rule, env, verdict)  # the slow path says why
+                    self._apply_rule(step[0], env, verdict)  # the slow path says why
                     continue
                 if fired:
-                    verdict.diagnostics.append(Diagnostic(
-                        rule.code, rule.name, rule.severity, None, rule.stage,
-                        rule.repairs[0].description if rule.repairs else None, template=rule.message, env=env))
-            if shared.diagnostics or shared.deferred:
-                verdict.diagnostics.extend(shared.diagnostics)
-                verdict.deferred.extend(shared.deferred)
-                verdict.diagnostics.sort(key=lambda d: d.code)
-            verdicts.append(verdict)
+                    diagnostics.append(new_diagnostic(*step[1:], env))
+            if shared_diagnostics or shared_deferred:
+                diagnostics.extend(shared_diagnostics)
+                verdict.deferred.extend(shared_deferred)
+                diagnostics.sort(key=_code_of)
+            append(verdict)
         return verdicts
+
+    def _bound_conditions(self, rules: Sequence[Rule], arch_ns: Mapping[str, Any]) -> dict[Rule, Any]:
+        """Each rule's condition compiled with the architecture's values as constants (cached per namespace).
+
+        The bound condition gives what the rule's own gives in any environment whose
+        ``arch`` is ``arch_ns`` (:func:`kernelrules.expr.compile_expr`), with fewer steps.
+        """
+        cached = self._bound.get(id(arch_ns))
+        if cached is None or cached[0] is not arch_ns:  # the namespace is kept alive with its entry
+            if len(self._bound) >= 64:
+                self._bound.clear()
+            cached = (arch_ns, {})
+            self._bound[id(arch_ns)] = cached
+        conditions = cached[1]
+        for rule in rules:
+            if rule not in conditions:
+                conditions[rule] = exprlang.compile_expr(rule.condition.node, {"arch": arch_ns})
+        return conditions
 
     # -- repair -----------------------------------------------------------------
 

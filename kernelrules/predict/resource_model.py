@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..analyzers.irgraph import IrGraph
 from ..config import KernelConfig
+from .predict_plan import PredictPlan
 from .shared_liveness import live_sets
 from .tensor_memory import tmem_allocation_size, tmem_chunk
 
@@ -124,12 +125,26 @@ class DotTerm:
 
     def operand_bits(self, path: str) -> int:
         """Bits per A element as the given path lowers the dot (the source dtype for an unprobed path)."""
-        lowered = dict(self.a_dtype_by_path)
-        return _dtype_bits(lowered[path]) if path in lowered else self.source_bits()
+        lowered = self._lowered
+        return _dtype_bits(lowered[path]) if path in lowered else self._source_bits
 
     def source_bits(self) -> int:
         """Bits per A element in the kernel's source: the narrowest dtype any probe saw."""
+        return self._source_bits
+
+    # Derived once per (frozen) term, as predict needs them for every config.
+    @cached_property
+    def _lowered(self) -> dict[str, str | None]:
+        return dict(self.a_dtype_by_path)
+
+    @cached_property
+    def _source_bits(self) -> int:
         return min((_dtype_bits(d) for _, d in self.a_dtype_by_path), default=_dtype_bits(self.a_dtype))
+
+    @cached_property
+    def named_dims(self) -> tuple[tuple[str, str], ...]:
+        """(axis, constexpr) of the dimensions a constexpr sets: ``facts.dot_dims``, as pairs."""
+        return tuple((axis, str(dim)) for axis, dim in zip("mnk", (self.m, self.n, self.k)) if dim.constexpr is not None)
 
 
 @dataclass
@@ -161,19 +176,18 @@ class ResourceModel:
 
     def mma_path(self, values: Mapping[str, Any], num_warps: int, nonkdim: int | None = None) -> str:
         """The tensor-core path Triton will take for this config (``nonkdim``: AMD's forced MFMA size)."""
-        if not self.dots or all(d.lowering == "fma" for d in self.dots):
+        mma, floating = self._mma_dots()
+        if not mma:
             return "none"
         if self.mfma:
             # measured on gfx942 (arch profile, matrix_instr_nonkdim_values): a size outside these fails
             # to compile, or (a 4x64 tile with 4, 8 or 64) compiles to vector FMA with no v_mfma at all
             return "mfma" if nonkdim is None or nonkdim in self.mfma_nonkdim else "none"
-        mma = [d for d in self.dots if d.lowering != "fma"]
-        m = max(d.m.value(values) for d in mma)
+        m = max(d.m.value(values) for d in mma) if len(mma) > 1 else mma[0].m.value(values)
         if self.tcgen05:
             # Triton 3.6 AccelerateMatmul, MMA v5: M a multiple of 64, 4 or 8 warps (tensor-memory
             # loads and stores), N a multiple of 8, floating-point operands; else MMA v2.
             n = min(d.n.value(values) for d in mma)
-            floating = all(not (d.a_dtype or "f").startswith(("i", "ui")) for d in mma)
             if (m >= self.tcgen05_m_multiple and m % self.tcgen05_m_multiple == 0 and n % 8 == 0
                     and num_warps in self.tcgen05_num_warps and floating):
                 return "tcgen05"
@@ -183,6 +197,20 @@ class ResourceModel:
         if m >= self.wgmma_m_multiple and m % self.wgmma_m_multiple == 0 and num_warps % 4 == 0:
             return "wgmma"
         return "mma_sync"
+
+    def _mma_dots(self) -> tuple[tuple[DotTerm, ...], bool]:
+        """The dots that lower to MMA, and whether all of them have floating-point operands.
+
+        Derived from ``dots`` (an immutable tuple) once, and again only when ``dots`` is replaced:
+        predict asks for every config.
+        """
+        cached = self.__dict__.get("_mma_cache")
+        if cached is None or cached[0] is not self.dots:
+            mma = tuple(d for d in self.dots if d.lowering != "fma")
+            floating = all(not (d.a_dtype or "f").startswith(("i", "ui")) for d in mma)
+            cached = (self.dots, mma, floating)
+            self.__dict__["_mma_cache"] = cached
+        return cached[1], cached[2]
 
     def tensor_memory_columns(self, values: Mapping[str, Any], path: str) -> int:
         """Tensor-memory columns of the accumulators on the tcgen05 path (0 on any other path):
@@ -224,24 +252,69 @@ class ResourceModel:
 
     def buffers_bytes(self, path: str, values: Mapping[str, Any], num_stages: int) -> tuple[int, int]:
         """(allocated, sum) bytes of the path's buffers: the largest live set, and all of them."""
-        sizes = [t.bytes(values, num_stages) for t in self.allocations(path)]
-        sets = [s for s in self.live_sets(path, num_stages) if all(i < len(sizes) for i in s)]
+        terms = self.paths[path] if path in self.paths else self.allocations(path)
+        sizes = []
+        for t in terms:  # AllocTerm.bytes, inlined: predict runs this for every config
+            elements = 1
+            for d in t.dims:
+                elements *= int(values[d.constexpr]) if d.constexpr is not None else int(d.constant or 0)
+            offset = t.stage_offset
+            sizes.append(elements * t.element_bits // 8 * (t.count if offset is None else max(1, num_stages + offset)))
         total = sum(sizes)
+        live = self.live_sets(path, num_stages)
+        if not live:
+            return total, total
+        sets = [s for s in live if all(i < len(sizes) for i in s)]
         return (max(sum(sizes[i] for i in s) for s in sets) if sets else total), total
 
     def predict(self, config: KernelConfig, defaults: Mapping[str, int] | None = None) -> dict[str, Any]:
-        """Predicted facts for one config (plain values, ready for rules as ``facts.*``)."""
-        defaults = defaults or {"num_warps": 4, "num_stages": self.default_num_stages}
+        """Predicted facts for one config (plain values, ready for rules as ``facts.*``).
+
+        A model of one dot on NVIDIA tensor cores without tensor memory predicts through its
+        :class:`~kernelrules.predict.predict_plan.PredictPlan` (the same facts, faster); any
+        other through :meth:`predict_general`.
+        """
+        plan = self.__dict__.get("_predict_plan")
+        if plan is None:
+            plan = self.__dict__["_predict_plan"] = PredictPlan(self)
+        if not plan.applies:
+            return self.predict_general(config, defaults)
+        if defaults:
+            num_warps = config.num_warps or defaults["num_warps"]
+            num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
+        else:
+            num_warps = config.num_warps or 4
+            num_stages = config.num_stages if config.num_stages is not None else self.default_num_stages
+        try:
+            return plan.predict(self, config, num_warps, num_stages)
+        except (KeyError, TypeError, ValueError):
+            return {}  # a constexpr the formula needs is missing: no prediction, rules defer
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__.pop("_predict_plan", None)  # the plan read the fields as they were
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_predict_plan", None)  # laid out again on first use
+        return state
+
+    def predict_general(self, config: KernelConfig, defaults: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """:meth:`predict` by the general formulas, for any model (the reference its plan is tested against)."""
         values = config.constexprs
-        num_warps = config.num_warps or defaults["num_warps"]
-        num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
+        if defaults:
+            num_warps = config.num_warps or defaults["num_warps"]
+            num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
+        else:
+            num_warps = config.num_warps or 4
+            num_stages = config.num_stages if config.num_stages is not None else self.default_num_stages
         try:
             layout_path = self.mma_path(values, num_warps)
-            # a forced MFMA size that loses the matrix cores changes the path, not (as far as
-            # measured) the LDS the tiles take: allocations stay those of the MFMA layout
-            path = self.mma_path(values, num_warps, config.backend_options.get("matrix_instr_nonkdim"))
-            terms = self.allocations(layout_path)
             if self.mfma:
+                # a forced MFMA size that loses the matrix cores changes the path, not (as far as
+                # measured) the LDS the tiles take: allocations stay those of the MFMA layout
+                path = self.mma_path(values, num_warps, config.backend_options.get("matrix_instr_nonkdim"))
+                terms = self.allocations(layout_path)
                 # AMD: a tile that is not pipelined (num_stages 1, or a load under 32 bits a lane) is
                 # staged in LDS on its own and not every one needs LDS: the smallest such tile is the
                 # bound, all of them together the ceiling; pipelined tiles add up as on NVIDIA
@@ -250,13 +323,20 @@ class ResourceModel:
                          if not (num_stages <= 1 or self._small_load(t, values, num_warps))]
                 shared, ceiling = sum(early) + min(late, default=0), sum(early) + sum(late)
             else:
+                path = layout_path  # the forced MFMA size is AMD's alone
                 shared, ceiling = self.buffers_bytes(layout_path, values, num_stages)
             if path in self.barriers:  # Blackwell's mbarriers: one without pipelining, else the probes' count
                 count, each = self.barriers[path]  # plus Hopper's TMA barriers: one per stage
                 barriers = (min(count, max(1, num_stages)) + self.staged_barriers.get(path, 0) * max(1, num_stages)) * each
                 shared += barriers
                 ceiling += barriers
-            scratch = max((d.m.value(values) * d.n.value(values) * 4 for d in self.dots), default=0)
+            dots = self.dots
+            if len(dots) == 1:
+                largest = dots[0]
+                m, n = largest.m.value(values), largest.n.value(values)
+                scratch = m * n * 4
+            else:
+                scratch = max((d.m.value(values) * d.n.value(values) * 4 for d in dots), default=0)
             facts: dict[str, Any] = {
                 "predicted": True,
                 "origin": "predicted",
@@ -268,9 +348,11 @@ class ResourceModel:
                 facts["tensor_memory_columns"] = self.tensor_memory_columns(values, path)
             if self.registers is not None:
                 facts.update(self.registers.predict(values, num_warps, config.maxnreg))
-            if self.dots:
-                largest = max(self.dots, key=lambda d: d.m.value(values) * d.n.value(values))
-                m, n, k = largest.m.value(values), largest.n.value(values), largest.k.value(values)
+            if dots:
+                if len(dots) > 1:
+                    largest = max(dots, key=lambda d: d.m.value(values) * d.n.value(values))
+                    m, n = largest.m.value(values), largest.n.value(values)
+                k = largest.k.value(values)
                 threads = self.warp_size * num_warps
                 in_registers = path != "tcgen05"  # tcgen05 accumulates in tensor memory
                 # rounded up like the compiled fact (a 16x16 tile over 8 64-lane waves still takes a register)
@@ -279,10 +361,9 @@ class ResourceModel:
                 facts["operand_registers_per_thread"] = (m * k + k * n) * bits // 32 // threads
                 facts["register_demand_per_thread"] = (facts["accumulator_registers_per_thread"]
                                                        + facts["operand_registers_per_thread"])
-                facts.update({"dot_m": m, "dot_n": n, "dot_k": k, "dot_count": len(self.dots),
-                              "dot_operand_bits": largest.source_bits()})
-                facts["dot_dims"] = {axis: str(dim) for axis, dim in zip("mnk", (largest.m, largest.n, largest.k))
-                                     if dim.constexpr is not None}
+                facts["dot_m"], facts["dot_n"], facts["dot_k"] = m, n, k
+                facts["dot_count"], facts["dot_operand_bits"] = len(dots), largest.source_bits()
+                facts["dot_dims"] = dict(largest.named_dims)
         except (KeyError, TypeError, ValueError):
             return {}  # a constexpr the formula needs is missing: no prediction, rules defer
         return facts
