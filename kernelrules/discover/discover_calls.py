@@ -34,6 +34,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from .pyast import assignment_target
+
 #: What a callee is: ``"jit"``, ``"autotune"``, ``"heuristics"`` or None.
 Classifier = Callable[[ast.expr], "str | None"]
 
@@ -120,15 +122,6 @@ def classify_by_last_name(jit_names: Iterable[str], imported: set[str]) -> Class
     return classify
 
 
-def _assigned(node: ast.stmt) -> tuple[str, ast.expr] | None:
-    """``(name, value)`` for ``NAME = value`` or ``NAME: ann = value``."""
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-        return node.targets[0].id, node.value
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-        return node.target.id, node.value
-    return None
-
-
 def _single_name(call: ast.Call) -> str | None:
     """The name of a call's only argument (``f`` of ``g(f)``), or None."""
     if len(call.args) == 1 and isinstance(call.args[0], ast.Name):
@@ -194,7 +187,7 @@ def find_jit_calls(statements: Iterable[ast.stmt], classify: Classifier,
         made: tuple[str, ast.FunctionDef, list[ast.expr], Binding] | None = None
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound = [node.name]
-        target = _assigned(node)
+        target = assignment_target(node)
         if target is not None:
             name, value = target
             bound = [name]

@@ -279,16 +279,18 @@ class ResourceModel:
             plan = self.__dict__["_predict_plan"] = PredictPlan(self)
         if not plan.applies:
             return self.predict_general(config, defaults)
-        if defaults:
-            num_warps = config.num_warps or defaults["num_warps"]
-            num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
-        else:
-            num_warps = config.num_warps or 4
-            num_stages = config.num_stages if config.num_stages is not None else self.default_num_stages
+        num_warps, num_stages = self._launch_options(config, defaults)
         try:
             return plan.predict(self, config, num_warps, num_stages)
         except (KeyError, TypeError, ValueError):
             return {}  # a constexpr the formula needs is missing: no prediction, rules defer
+
+    def _launch_options(self, config: KernelConfig, defaults: Mapping[str, int] | None) -> tuple[int, int]:
+        """``(num_warps, num_stages)`` of ``config``, unset ones from ``defaults`` or the model's own."""
+        if defaults:
+            return (config.num_warps or defaults["num_warps"],
+                    config.num_stages if config.num_stages is not None else defaults["num_stages"])
+        return config.num_warps or 4, config.num_stages if config.num_stages is not None else self.default_num_stages
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.__dict__.pop("_predict_plan", None)  # the plan read the fields as they were
@@ -302,12 +304,7 @@ class ResourceModel:
     def predict_general(self, config: KernelConfig, defaults: Mapping[str, int] | None = None) -> dict[str, Any]:
         """:meth:`predict` by the general formulas, for any model (the reference its plan is tested against)."""
         values = config.constexprs
-        if defaults:
-            num_warps = config.num_warps or defaults["num_warps"]
-            num_stages = config.num_stages if config.num_stages is not None else defaults["num_stages"]
-        else:
-            num_warps = config.num_warps or 4
-            num_stages = config.num_stages if config.num_stages is not None else self.default_num_stages
+        num_warps, num_stages = self._launch_options(config, defaults)
         try:
             layout_path = self.mma_path(values, num_warps)
             if self.mfma:

@@ -16,6 +16,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..discover.pyast import dotted_name
 from ..expr.pyops import BINARY, COMPARE, UNARY, cdiv, next_power_of_2, subset
 
 _BINOPS = subset(BINARY, (ast.MatMult,))
@@ -41,17 +42,6 @@ class Scope:
     outer: "Scope | None" = None
     #: the module the function is in, for finding the helpers it calls (None: the kernel's module)
     where: Any = None
-
-
-def _dotted(node: ast.expr) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 def _call(name: str, args: list[Any]) -> Any:
@@ -116,14 +106,14 @@ def evaluate(node: ast.expr, scope: Scope, values: Mapping[str, Any], depth: int
             return target[index]
         raise Unknown("subscript")
     if isinstance(node, ast.Attribute):
-        dotted = _dotted(node)
+        dotted = dotted_name(node) or ""
         if dotted.split(".")[0] in ("tl", "triton", "language") and node.attr in _DTYPE_NAMES:
             return f"tl.{node.attr}"
         if node.attr == "value":
             return ev(node.value)
         raise Unknown(dotted or node.attr)
     if isinstance(node, ast.Call) and not node.keywords:
-        return _call(_dotted(node.func), [ev(a) for a in node.args])
+        return _call((dotted_name(node.func) or ""), [ev(a) for a in node.args])
     raise Unknown(type(node).__name__)
 
 
