@@ -1,8 +1,7 @@
 """Structural questions about a Triton kernel, answered on a graph of its IR.
 
-``IrGraph(module)`` builds a networkx ``DiGraph`` whose nodes are operation
-indices (``graph.nodes[i]["op"]`` is the ``Operation``) and whose edges carry a
-``kinds`` set:
+``IrGraph(module)`` builds a directed graph whose nodes are operation indices
+(``module.operations[i]``) and whose edges, ``edges[(u, v)]``, are a set of kinds:
 
 * ``data``: producer → consumer for every SSA use (a use of a block argument
   comes from the op that owns the block, e.g. the ``scf.for``);
@@ -22,8 +21,6 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Iterable
-
-import networkx as nx
 
 from .mlir import Module, Operation, Value, parse
 from .mlir_loc import SourceLocation
@@ -141,12 +138,9 @@ class SharedBuffer:
         return {k: v for k, v in out.items() if v is not None}
 
 
-def _link(graph: nx.DiGraph, u: int, v: int, kind: str) -> None:
+def _link(edges: dict[tuple[int, int], set[str]], u: int, v: int, kind: str) -> None:
     """Add ``kind`` to the edge u → v (creating it)."""
-    if graph.has_edge(u, v):
-        graph.edges[u, v]["kinds"].add(kind)
-    else:
-        graph.add_edge(u, v, kinds={kind})
+    edges.setdefault((u, v), set()).add(kind)
 
 
 def _operand(op: Operation, index: int) -> Value | None:
@@ -170,7 +164,10 @@ class IrGraph:
 
     def __init__(self, module: Module):
         self.module = module
-        self.graph = nx.DiGraph()
+        #: (producer or inner op, consumer or outer op or buffer) -> kinds of the edge. A plain
+        #: dict: the queries below walk operands and users directly, and a graph library's import
+        #: and bookkeeping cost every compile worker more than the whole analysis.
+        self.edges: dict[tuple[int, int], set[str]] = {}
         self._users: dict[int, list[Operation]] = {}
         self._writers: dict[int, list[Operation]] = {}
         self._build()
@@ -184,18 +181,16 @@ class IrGraph:
 
     def _build(self) -> None:
         for op in self.module.operations:
-            self.graph.add_node(op.index, op=op, name=op.name)
-        for op in self.module.operations:
             if op.parent is not None:
-                _link(self.graph, op.index, op.parent.index, "nested")
+                _link(self.edges, op.index, op.parent.index, "nested")
             for value in op.operands:
                 if value is not None:
-                    _link(self.graph, value.owner.index, op.index, "data")
+                    _link(self.edges, value.owner.index, op.index, "data")
                     self._users.setdefault(id(value), []).append(op)
         for op in self.module.operations:
             if op.name in WRITE_OPS:
                 for root in self._written_roots(op):
-                    _link(self.graph, op.index, root.index, "memory")
+                    _link(self.edges, op.index, root.index, "memory")
                     self._writers.setdefault(root.index, []).append(op)
 
     def _written_roots(self, op: Operation) -> list[Operation]:
