@@ -29,7 +29,10 @@ to all three, keeps:
   judges each on its compiled facts. One round of parallel compiles costs less than the
   probes' two rounds followed by the precompile's, and the facts are exact. The context
   keeps those facts (:meth:`remember_compiled`) so the perf model ranks on them and the
-  precompile does not compile the same configs again.
+  precompile does not compile the same configs again. A rejected config's repair is
+  not compiled there when the tuner precompiles: it is kept unchecked
+  (:meth:`defer_repair_check`), and the precompile compiles it only if it is left to
+  time (``top_k`` may leave it out), while the GPU times the others, and checks it then.
 
 The standalone APIs (``early_prune``, ``triton_perf_model``, ``precompile``) take a
 ``context`` (or a ``pool``) too; without one each keeps its own pool for the call, as
@@ -93,6 +96,13 @@ class AutotuneContext:
         self.compiled_facts: dict[tuple[str, str], dict[str, Any]] = {}
         #: Compile jobs (without their time limit) already compiled into Triton's cache.
         self.compiled_jobs: set[CompileJob] = set()
+        #: Whether the tuner compiles the configs it will time ahead of their benchmark and
+        #: checks the repairs in :attr:`unchecked_repairs` then (its precompile does).
+        self.checks_repairs_ahead = False
+        #: Compile jobs (without their time limit) of repairs a compile-first early prune kept
+        #: without compiling them: the precompile compiles each one that is left to time,
+        #: checks it on its compiled facts, and the benchmark skips it if the rules reject it.
+        self.unchecked_repairs: set[CompileJob] = set()
         self.pools_made = 0
         self._pool: Any = None
         self._lock = threading.RLock()
@@ -154,6 +164,14 @@ class AutotuneContext:
         if arch is not None and key is not None and facts is not None:
             self.compiled_facts[(arch, key)] = facts
         self.compiled_jobs.add(dataclasses.replace(job, timeout=None))
+
+    def defer_repair_check(self, job: CompileJob) -> None:
+        """Leave the check of a repair's compile to the precompile (see :attr:`unchecked_repairs`)."""
+        self.unchecked_repairs.add(dataclasses.replace(job, timeout=None))
+
+    def repair_unchecked(self, job: CompileJob) -> bool:
+        """Whether ``job`` is a repair kept without its compile checked."""
+        return dataclasses.replace(job, timeout=None) in self.unchecked_repairs
 
     def was_compiled(self, job: CompileJob) -> bool:
         """Whether ``job`` (whatever its time limit) was compiled into Triton's cache already."""

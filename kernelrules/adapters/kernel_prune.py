@@ -259,15 +259,22 @@ class KernelJudge:
             self.model = self.pruner.model_for(list(configs), self.arch)
 
     def judge(self, configs: Sequence[KernelConfig], problem: Mapping[str, Any] | None = None, *,
-              probe: bool = True) -> list:
+              probe: bool = True, verify_repairs: bool = True) -> list:
         """One :class:`~kernelrules.judge.pipeline.PruneRecord` per config, in order (repairs included).
 
         ``probe=False`` learns no resource model (a judge that compiles every config anyway
-        needs no prediction of what the compile will say)."""
+        needs no prediction of what the compile will say); ``verify_repairs=False`` leaves
+        the repairs uncompiled and unchecked (:meth:`passes_compiled` checks one later)."""
         records, model = self.pruner.judge_arch(list(configs), self.arch, self.compile, dict(problem or {}),
-                                                probe=probe, model=self.model)
+                                                probe=probe, model=self.model, verify_repairs=verify_repairs)
         self.model = self.model or model
         return records
+
+    def passes_compiled(self, config: KernelConfig, result: Any) -> bool:
+        """Whether the rules pass ``config`` on the facts of its compile ``result``."""
+        from ..judge.pipeline import passes_compiled
+
+        return passes_compiled(self.pruner, config, self.arch, result)
 
     @property
     def notes(self) -> list[str]:

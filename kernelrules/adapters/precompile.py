@@ -8,6 +8,10 @@ once in its worker pool, with the launch's own specialisation and cache key
 JIT reads. Each of the autotuner's compiles is then a cache hit. A compile that runs
 past the time limit, or fails, is simply left to Triton (which reports it as it always
 does), so precompiling never changes which configs are timed or what they measure.
+
+Inside a tuner (:func:`precompile_before_timing`) the compiles run in the background
+while the autotuner times the configs compiled already
+(:mod:`kernelrules.adapters.compile_ahead`); :func:`precompile` compiles and returns.
 """
 
 from __future__ import annotations
@@ -82,30 +86,56 @@ def precompile(kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arc
 
 def precompile_before_timing(tuner: Any, *, jobs: int | None = None, timeout: float = 30.0,
                              context: Any = None) -> Any:
-    """Make ``tuner`` (Triton's Autotuner) precompile the configs it keeps before timing them.
+    """Make ``tuner`` (Triton's Autotuner) compile the configs it keeps while it times them.
 
     Wraps the instance's ``prune_configs``, which Triton calls once per new tuning key
-    with the final list. The target is the GPU that launches (``$KERNELRULES_ARCH``
-    first), whatever architecture the rules judged for; with neither, nothing is
-    precompiled (nothing can launch). Any problem becomes a warning and tuning goes on
-    unchanged. ``context`` is the tuner's
+    with the final list, and its ``_bench``: the configs not in Triton's cache yet are
+    compiled in parallel in the background (:class:`~kernelrules.adapters.compile_ahead.CompileAhead`,
+    ``tuner.kernelrules_compile_ahead``), the ones compiled already are timed first, and
+    the benchmark of each config waits for that config's compile only. A Triton without
+    ``Autotuner._bench`` waits for all the compiles before timing. The target is the GPU
+    that launches (``$KERNELRULES_ARCH`` first), whatever architecture the rules judged
+    for; with neither, nothing is precompiled (nothing can launch). Any problem becomes a
+    warning and tuning goes on unchanged. ``context`` is the tuner's
     :class:`~kernelrules.adapters.autotune_context.AutotuneContext` (``kernelrules.autotune``
-    passes it): the compiles then run in its pool.
+    passes it): the compiles then run in its pool, and its compile-first early prune may
+    leave the check of a repair to this precompile.
     """
+    from .compile_ahead import CANNOT_LAUNCH, CompileAhead
+
+    ahead = CompileAhead(context=context, jobs=jobs, timeout=timeout)
+    tuner.kernelrules_compile_ahead = ahead
     original = tuner.prune_configs
+    overlaps = callable(getattr(tuner, "_bench", None))
+    if context is not None:
+        context.checks_repairs_ahead = True
 
     def prune_configs(kwargs: dict, *rest: Any, **more: Any) -> list:
         kept = original(kwargs, *rest, **more)
-        if len(kept) > 1 and not interpreting():
-            target = launching_arch()
-            if target is None:  # no GPU here and none named: nothing will launch, nothing to compile for
-                log.info("kernelrules: precompile skipped: no GPU and no $KERNELRULES_ARCH")
-                return kept
-            try:
-                precompile(tuner, kept, {**tuner.nargs, **kwargs}, target, jobs=jobs, timeout=timeout, context=context)
-            except Exception as exc:  # never break the user's autotuning
-                warnings.warn(f"kernelrules: precompile skipped ({type(exc).__name__}: {exc})", stacklevel=2)
-        return kept
+        if not kept or interpreting():
+            return kept
+        target = launching_arch()
+        if target is None:  # no GPU here and none named: nothing will launch, nothing to compile for
+            log.info("kernelrules: precompile skipped: no GPU and no $KERNELRULES_ARCH")
+            return kept
+        try:
+            ordered = ahead.start(tuner, kept, {**tuner.nargs, **kwargs}, target, triton_cache_dir())
+            if not overlaps:  # no per-config benchmark hook: wait for them all, drop rejected repairs
+                ahead.join()
+                ordered = [c for c in ordered if ahead.ready(c)] or ordered
+            return ordered
+        except Exception as exc:  # never break the user's autotuning
+            warnings.warn(f"kernelrules: precompile skipped ({type(exc).__name__}: {exc})", stacklevel=2)
+            return kept
 
     tuner.prune_configs = prune_configs
+    if overlaps:
+        bench = tuner._bench
+
+        def _bench(*args: Any, config: Any, **meta: Any) -> Any:
+            if not ahead.ready(config):  # a repair the rules reject on its compiled facts
+                return list(CANNOT_LAUNCH)
+            return bench(*args, config=config, **meta)
+
+        tuner._bench = _bench
     return tuner

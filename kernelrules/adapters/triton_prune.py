@@ -75,7 +75,8 @@ class EarlyPrune:
                                                     triton_cache_dir=first, **shared))
             judged = [judge.prepare(c) for c in configs]
             judge.check(judged)
-            records = judge.judge(judged, probe=first is None)
+            later = first is not None and self.context.checks_repairs_ahead
+            records = judge.judge(judged, probe=first is None, verify_repairs=not later)
             if first is not None:
                 self._remember(judge, arch, configs, judged, records)
             result = build_result(arch.name, configs, records, judge.added_names, judge.notes)
@@ -105,8 +106,13 @@ class EarlyPrune:
             if facts.get("origin") == "compiled" and facts.get("compile_status") == "ok":
                 self.context.remember_compiled(judge.target.job(prepared, arch, judge.timeout), arch.name,
                                                config_key(original), dict(facts))
-            if record.verdict.repair is not None:  # kept only if its compile in the repairs stage passed
-                self.context.remember_compiled(judge.target.job(record.verdict.repair, arch, judge.timeout))
+            if record.verdict.repair is None:
+                continue
+            repair_job = judge.target.job(record.verdict.repair, arch, judge.timeout)
+            if self.context.checks_repairs_ahead:  # not compiled yet: the precompile compiles and checks it
+                self.context.defer_repair_check(repair_job)
+            else:  # kept only if its compile in the repairs stage passed
+                self.context.remember_compiled(repair_job)
 
     def _decide(self, result: Any) -> list:
         """The configs to benchmark: kept and repaired ones, else the least bad one (with a warning)."""

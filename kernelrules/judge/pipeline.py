@@ -13,7 +13,8 @@ architecture it walks a table of named stages in order (as Triton's backend fill
 3. with ``compile=True``, ``compile``: every config that survives is cross-compiled in the
    worker pool (time-limited, cached on disk);
 4. ``compiled``: the survivors are judged again on their compiled facts;
-5. ``repairs``: each suggested repair is compiled once and dropped if its facts reject it.
+5. ``repairs``: each suggested repair is compiled once and dropped if its facts reject it
+   (a tuner that compiles its configs ahead of timing checks them then: :func:`passes_compiled`).
 """
 
 from __future__ import annotations
@@ -48,15 +49,10 @@ class PruneRecord:
     def to_json(self) -> dict[str, Any]:
         """The record format of ``kernelrules prune --format json``."""
         v = self.verdict
-        return {
-            "config": v.config.to_dict(),
-            "arch": v.arch,
-            "verdict": v.verdict,
-            "stage": v.stage,
-            "diagnostics": [d.to_json() for d in v.diagnostics],
-            "facts": {k: self.facts[k] for k in REPORTED_FACTS if k in self.facts},
-            "repair": None if v.repair is None else v.repair.to_dict(),
-        }
+        return {"config": v.config.to_dict(), "arch": v.arch, "verdict": v.verdict, "stage": v.stage,
+                "diagnostics": [d.to_json() for d in v.diagnostics],
+                "facts": {k: self.facts[k] for k in REPORTED_FACTS if k in self.facts},
+                "repair": None if v.repair is None else v.repair.to_dict()}
 
 
 @dataclass
@@ -255,16 +251,18 @@ class ConfigJudge:
 
     def judge_arch(self, configs: Sequence[KernelConfig], arch: Any, compile: bool,
                    problem: Mapping[str, Any], probe: bool = True,
-                   model: ResourceModel | None = None) -> tuple[list[PruneRecord], ResourceModel | None]:
+                   model: ResourceModel | None = None,
+                   verify_repairs: bool = True) -> tuple[list[PruneRecord], ResourceModel | None]:
         """All records of one architecture; ``probe=False`` skips the resource model (no dot to model).
 
         ``model``, a resource model learned earlier for this kernel and architecture,
-        spares the probe compiles (a judge that lives across calls passes its own).
-        The stages of :meth:`add_stages` run in their order.
+        spares the probe compiles (a judge that lives across calls passes its own). The stages
+        of :meth:`add_stages` run in their order, but for ``repairs`` with ``verify_repairs=False``.
         """
         judging = ArchJudging(list(configs), arch, problem, dict(self.target.kernel_info), probe, model)
         stages: dict[str, Stage] = {}
         self.add_stages(stages, compile)
+        stages.pop("repairs" if not verify_repairs else "", None)
         for stage in stages.values():
             stage(self, judging)
         return judging.records, judging.model
@@ -348,12 +346,18 @@ def repairs_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
     configs = list(repairs.values())
     ok = {}
     for config, result in zip(configs, judge.compile_many(configs, arch, f"checking repairs {arch.name}")):
-        facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout)
-        ok[config.key()] = not judge.engine.judge(config, arch, kernel=judging.kernel, facts=facts,
-                                                  problem=judging.problem).rejected
+        ok[config.key()] = passes_compiled(judge, config, arch, result, judging.problem)
     for record in records:
         if not ok.get(record.verdict.repair.key(), False):
             record.verdict.repair, record.verdict.repair_steps = None, ()
+
+
+def passes_compiled(judge: ConfigJudge, config: KernelConfig, arch: Any, result: CompileResult,
+                    problem: Mapping[str, Any] | None = None) -> bool:
+    """Whether the rules pass ``config`` on the facts of its compile ``result`` (a failed compile never passes)."""
+    facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout)
+    kernel, problem = dict(judge.target.kernel_info), dict(problem or {})
+    return not judge.engine.judge(config, arch, kernel=kernel, facts=facts, problem=problem).rejected
 
 
 def check_target(target: KernelTarget, configs: Sequence[KernelConfig], archs: Sequence[Any]) -> None:
@@ -362,9 +366,9 @@ def check_target(target: KernelTarget, configs: Sequence[KernelConfig], archs: S
     Raises :class:`~kernelrules.errors.KernelSourceError` or
     :class:`~kernelrules.errors.SignatureSpecError` (exit code 2 on the command line).
     """
-    from ..compile.compilejob import prepare
-
     import warnings
+
+    from ..compile.compilejob import prepare
 
     if not configs or not archs:
         return

@@ -112,6 +112,7 @@ def test_one_pool_and_one_set_of_probes_per_tuner_with_the_same_verdicts(tmp_pat
                             )(matmul_kernel.fn)
     tuner.perf_model = triton_perf_model(tuner)
     separate = [shape(c) for c in prune(precompile_before_timing(tuner))]
+    tuner.kernelrules_compile_ahead.join()  # its compiles run in the background
     assert alone.pools == 3 and len(alone.models) == 2
     separate_probes = len(alone.probes())
 
@@ -119,6 +120,7 @@ def test_one_pool_and_one_set_of_probes_per_tuner_with_the_same_verdicts(tmp_pat
     seen = Recorder(monkeypatch)
     tuner = kernelrules.autotune(configs(), ["M", "N", "K"], perf_model=True, top_k=TOP_K)(matmul_kernel.fn)
     kept = prune(tuner)
+    tuner.kernelrules_compile_ahead.join()
 
     assert [shape(c) for c in kept] == separate and len(kept) == TOP_K  # the same verdicts and ranking
     assert seen.pools == 1 and tuner.kernelrules_context.pools_made == 1
@@ -145,18 +147,67 @@ def test_a_short_list_is_compiled_first_into_tritons_cache_with_no_probes(tmp_pa
     tuner = kernelrules.autotune(configs(), ["M", "N", "K"], perf_model=True, top_k=TOP_K)(matmul_kernel.fn)
     kept = prune(tuner)
     context = tuner.kernelrules_context
+    tuner.kernelrules_compile_ahead.join()
     assert seen.models == [] and seen.probes() == []  # no probes, in the early prune or the perf model
-    sent = seen.precompiled()
+    sent = seen.precompiled()[:len(configs())]  # the early prune's; the compiles ahead come after them
     assert len(sent) == len(set(sent)) and {shared for _, shared in seen.sent} == {str(triton_cache)}
     # each config compiled once: the perf model ranked on those facts, the precompile compiled nothing again
     assert len(context.compiled_facts) == len(configs())  # the rules pass all five at the config stage
     assert all(facts["origin"] == "compiled" for facts in context.compiled_facts.values())
-    assert compiled_kernels(triton_cache) == len(sent) == len(configs()) + 1  # and one repair
-    assert len(kept) == TOP_K and all(context.was_compiled(job) for job in sent)
     # the 128x128x128 4-stage config needs more shared memory than Hopper has: rejected on its compiled
-    # facts (MEM001) and repaired; the repair was compiled into the same cache
+    # facts (MEM001) and repaired; the repair is not compiled by the early prune: the precompile compiles
+    # and checks it only if top_k leaves it to time
+    assert len(context.unchecked_repairs) == 1
+    [repair_job] = context.unchecked_repairs
+    assert repair_job.options["num_stages"] < 4
+    assert len(kept) == TOP_K and all(context.was_compiled(job) for job in sent)
     assert all((c.kwargs["BLOCK_M"], c.num_stages) != (128, 4) for c in kept)
+    timed_repair = any(context.repair_unchecked(job) for job in seen.precompiled()[len(configs()):])
+    assert compiled_kernels(triton_cache) == len(seen.precompiled()) == len(configs()) + timed_repair
     context.close()
+
+
+def test_a_deferred_repair_is_compiled_while_the_others_are_timed_and_checked(tmp_path, monkeypatch):
+    # no top_k: every kept config is timed, the repair too. The early prune compiles the five configs;
+    # the repair is handed back last and compiled in the background into Triton's cache
+    monkeypatch.setattr(AutotuneContext, "max_workers", property(lambda self: 8))
+    triton_cache = fresh_caches(tmp_path, monkeypatch, "ahead")
+    seen = Recorder(monkeypatch)
+    tuner = kernelrules.autotune(configs(), ["M", "N", "K"])(matmul_kernel.fn)
+    kept = prune(tuner)
+    ahead, context = tuner.kernelrules_compile_ahead, tuner.kernelrules_context
+    assert len(kept) == len(configs()) and seen.probes() == []
+    repair = kept[-1]
+    assert (repair.kwargs["BLOCK_M"], repair.kwargs["BLOCK_K"]) == (128, 128) and repair.num_stages < 4
+    assert all(shape(c) in {shape(o) for o in configs()} for c in kept[:-1])
+    assert ahead.ready(repair)  # waits for its compile; a repair to fewer stages fits in shared memory
+    assert compiled_kernels(triton_cache) == len(configs()) + 1
+    [repair_job] = [job for job in seen.precompiled() if context.repair_unchecked(job)]
+    assert repair_job.options["num_stages"] == repair.num_stages
+    context.close()
+
+
+def test_a_repair_the_rules_reject_after_its_compile_is_never_timed(tmp_path, monkeypatch):
+    from kernelrules.adapters import kernel_prune
+    from kernelrules.adapters.compile_ahead import CANNOT_LAUNCH
+
+    monkeypatch.setattr(AutotuneContext, "max_workers", property(lambda self: 8))
+    fresh_caches(tmp_path, monkeypatch, "reject")
+    checked = []
+
+    def reject(judge, config, result):
+        checked.append((config.num_stages, result.ok))
+        return False
+
+    monkeypatch.setattr(kernel_prune.KernelJudge, "passes_compiled", reject)
+    tuner = kernelrules.autotune(configs(), ["M", "N", "K"])(matmul_kernel.fn)
+    kept = prune(tuner)
+    ahead = tuner.kernelrules_compile_ahead
+    ahead.join()
+    assert len(checked) == 1 and checked[0][1]  # only the repair is checked, after a compile that succeeded
+    assert not ahead.ready(kept[-1]) and all(ahead.ready(c) for c in kept[:-1])
+    assert tuner._bench(config=kept[-1]) == CANNOT_LAUNCH  # skipped: no launch, never the best
+    tuner.kernelrules_context.close()
 
 
 def matmul_job(bm=32, bn=32, bk=32, arch=80):

@@ -1,0 +1,129 @@
+"""Compile the configs a Triton autotuner will time while it times them.
+
+:func:`~kernelrules.adapters.precompile.precompile_before_timing` hands each new list of
+configs to time (after ``early_config_prune``, ``perf_model`` and ``top_k``) to a
+:class:`CompileAhead`: a background thread compiles, in the compile pool, every config
+that is not in Triton's cache yet, straight into that cache, and the autotuner's
+benchmark of one config waits for that config's compile only. The configs already
+compiled (by a compile-first early prune) are handed back first, so the GPU times them
+while the others compile: a config's compile never holds up the benchmark of another.
+
+A repair that a compile-first early prune kept unchecked
+(:meth:`~kernelrules.adapters.autotune_context.AutotuneContext.defer_repair_check`) is
+checked here on its compiled facts; if the rules reject it, its benchmark is skipped
+and it gets the time Triton gives a config that cannot launch (infinite), so it is never
+chosen. A compile of any other config that fails or runs past the limit is left to
+Triton, which reports it as it always does: compiling ahead never changes which configs
+are timed or what they measure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from typing import Any, Iterator, Mapping, Sequence
+
+from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
+
+#: What Triton's ``Autotuner._bench`` returns for a config that cannot launch.
+CANNOT_LAUNCH = [float("inf"), float("inf"), float("inf")]
+
+
+class CompileAhead:
+    """One tuner's compiles ahead of its benchmarks (see the module docstring).
+
+    ``context`` (the tuner's :class:`~kernelrules.adapters.autotune_context.AutotuneContext`)
+    lends its pool; without one, each list gets a pool of up to ``jobs`` workers, stopped
+    when its compiles are done. ``timeout`` is each compile's limit in seconds.
+    """
+
+    def __init__(self, *, context: Any = None, jobs: int | None = None, timeout: float = 30.0) -> None:
+        self.context, self.jobs, self.timeout = context, jobs, timeout
+        self._done: dict[int, threading.Event] = {}  # id(config) -> set once its compile is over
+        self._rejected: set[int] = set()
+        self._configs: list = []  # the list handed back, so the ids above stay theirs
+        self._thread: threading.Thread | None = None
+
+    def start(self, kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arch: Any, cache_dir: str) -> list:
+        """Start compiling those of ``configs`` not compiled yet into ``cache_dir`` for the launch
+        ``args`` on ``arch``; return ``configs`` with the ones compiled already first."""
+        self.join()
+        kernel = kernel_object(kernel)
+        target_arch = resolve_arch(arch)
+        signature, constexprs = launch_signature(jit_function(kernel), args)
+        judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args, pool=_NO_POOL)
+        prepared = [judge.prepare(c) for c in configs]
+        jobs = [judge.target.job(p, target_arch, self.timeout) for p in prepared]
+        compiled = [self.context is not None and self.context.was_compiled(job) for job in jobs]
+        waiting = [i for i, done in enumerate(compiled) if not done]
+        self._configs = [configs[i] for i, done in enumerate(compiled) if done] + [configs[i] for i in waiting]
+        self._done = {id(configs[i]): threading.Event() for i in waiting}
+        self._rejected = set()
+        if waiting:
+            work = [(configs[i], prepared[i], jobs[i]) for i in waiting]
+            self._thread = threading.Thread(target=self._compile, args=(judge, work, cache_dir),
+                                            name="kernelrules-compile-ahead", daemon=True)
+            self._thread.start()
+        return list(self._configs)
+
+    def ready(self, config: Any) -> bool:
+        """Wait for ``config``'s compile (if it has one under way); False if the rules reject it."""
+        event = self._done.get(id(config))
+        if event is not None and not event.wait(4 * self.timeout + 60):
+            log.info("kernelrules: the compile ahead of %s is late; left to Triton", config)
+        return id(config) not in self._rejected
+
+    def join(self) -> None:
+        """Wait for every compile under way."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _compile(self, judge: KernelJudge, work: list, cache_dir: str) -> None:
+        """The thread: compile each waiting config, check the unchecked repairs, and signal each one."""
+        by_job: dict[int, list[tuple[Any, Any]]] = {}
+        for config, prepared, job in work:
+            by_job.setdefault(id(job), []).append((config, prepared))
+        try:
+            with self._pool(len(work)) as pool:
+                for job, result in pool.run([job for _, _, job in work], cache=None, triton_cache_dir=cache_dir):
+                    unchecked = self.context is not None and self.context.repair_unchecked(job)
+                    for config, prepared in by_job.get(id(job), ()):
+                        if unchecked and not judge.passes_compiled(prepared, result):
+                            self._rejected.add(id(config))
+                            log.info("kernelrules: repair %s rejected on its compiled facts; not timed", config)
+                        elif not result.ok:
+                            log.info("kernelrules: precompile of %s: %s (left to Triton)", job.describe(),
+                                     result.error_kind)
+                        self._done[id(config)].set()
+        except Exception as exc:  # never break the user's autotuning: Triton compiles what is left
+            warnings.warn(f"kernelrules: compiling ahead stopped ({type(exc).__name__}: {exc})", stacklevel=1)
+        finally:
+            for event in self._done.values():
+                event.set()
+
+    @contextlib.contextmanager
+    def _pool(self, count: int) -> Iterator[Any]:
+        """The context's pool (held under its lock while the thread compiles), else a pool of its own."""
+        if self.context is not None:
+            with self.context.pool() as pool:
+                yield pool
+            return
+        import os
+
+        from ..compile.pool import CompilePool
+
+        workers = min(count, self.jobs or os.cpu_count() or 1)
+        with CompilePool(max_workers=workers, timeout=self.timeout, cache=None) as pool:
+            yield pool
+
+
+class _NoPool:
+    """Stands for a compile pool in a :class:`KernelJudge` that only prepares and checks configs."""
+
+    def close(self) -> None:  # pragma: no cover - a judge never closes a pool it was lent
+        pass
+
+
+_NO_POOL = _NoPool()
