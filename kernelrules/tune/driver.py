@@ -18,7 +18,8 @@ Per candidate, in order, each step able to end it without a benchmark:
    it -> ``better``/``slower`` or a failure class.
 
 The benchmark workers start first and import torch and set up their GPUs while the rules
-judge the whole space and the study opens. At the end the best few configs are
+judge the whole space, the study opens and the first candidates compile
+(:mod:`kernelrules.tune.startup`). At the end the best few configs are
 re-measured interleaved on one GPU together with the problem's baseline (the reference
 implementation) and the winner is named.
 
@@ -47,6 +48,7 @@ from .feedback import GAP_CLASSES, TIMED, LearnedConstraints, bottlenecks, summa
 from .gate import Gate, Judgement
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
+from .startup import first_compiles, warm_sampler_imports
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
 
@@ -248,12 +250,18 @@ class Tuner:
             folder = Path(self.options.storage).resolve().parent
         return str(folder / "triton-cache")
 
-    def _seed(self) -> None:
+    def _compiled_first(self, config: KernelConfig) -> bool:
+        """Whether the loop sends ``config``, asked now, straight to the compiled-stage gate."""
+        judgement = self.gate.at_config_stage(config)
+        return judgement.passed and not predicted_to_spill(judgement)
+
+    def _seed(self) -> list[KernelConfig]:
+        """Queue the perf model's best guesses first in a new study; the configs queued, in order."""
         o = self.options
         if self.study.trials or o.model_seeds <= 0 or o.sampler == "grid":
-            return
+            return []
         if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
-            return
+            return []
         passing = [c for c in self.configs if self.gate.at_config_stage(c).passed or o.stage == "none"]
         seeder = o.seeder or perf_model_seeds
         try:
@@ -266,6 +274,7 @@ class Tuner:
             self.study.enqueue_trial(self.codec.encode(config.to_dict()), user_attrs={"kr_seeded": "perf_model"})
         if seeds:
             self.notes.append(f"{len(seeds)} configs from the perf model queued first")
+        return seeds
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -284,13 +293,18 @@ class Tuner:
         try:
             workers = self._start_workers()
             self.workers = workers
+            warm_sampler_imports(o.sampler)
             self._open()
             judged = self.gate.prejudge(self.configs)
             rejected = [j for j in judged.values() if not j.passed]
             self.config_stage = {"space": len(self.configs), "rejected": len(rejected),
                                  "codes": dict(collections.Counter(c for j in rejected for c in j.codes))}
             self.study.set_user_attr("kr_config_stage", self.config_stage)
-            self._seed()
+            seeds = self._seed()
+            if o.stage == "compiled" and seeds:  # the loop's first compiles, while the workers start
+                first = first_compiles(seeds, len(workers) + o.lookahead, self._compiled_first)
+                if first:
+                    executor.submit(self.gate.compiled, first)
             self._await_workers(workers)
             self._loop(workers, executor)
             if self.deferred_count:

@@ -1,0 +1,46 @@
+"""What ``kernelrules tune`` starts early, so the first benchmark comes sooner.
+
+The benchmark workers import torch and set up their GPUs for seconds after the run
+starts. The driver spends that time judging the space and opening the study, and with
+these two helpers also:
+
+- **compiling the first candidates** (:func:`first_compiles`): the perf model's seeds are
+  the first trials the loop asks for, so the loop's first compile batch is known before
+  any worker is ready. The driver hands it to the gate's compile thread at once; when the
+  loop compiles the same configs, the compile pool's result cache answers.
+- **importing what the sampler needs later** (:func:`warm_sampler_imports`): Optuna's
+  Sobol (QMC) sampler imports ``scipy.stats`` at its first proposal, seconds in the middle
+  of the search; a daemon thread imports it while the run starts.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Sequence
+
+from ..config import KernelConfig
+
+#: Samplers that start with Optuna's QMC sampler (see :mod:`kernelrules.tune.samplers`).
+QMC_SAMPLERS = ("auto", "gp", "qmc")
+
+
+def first_compiles(seeds: Sequence[KernelConfig], count: int, passes: Callable[[KernelConfig], bool]) -> list:
+    """The first ``count`` seeds the loop will send to the compiled-stage gate (those ``passes`` accepts)."""
+    return [config for config in seeds if passes(config)][:count]
+
+
+def warm_sampler_imports(sampler: str) -> threading.Thread | None:
+    """Import the sampler's slow lazy imports in a daemon thread; the thread, or None when there are none."""
+    if sampler not in QMC_SAMPLERS:
+        return None
+    thread = threading.Thread(target=_import_scipy_stats, name="kernelrules-warm-imports", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_scipy_stats() -> Any:
+    try:
+        from scipy.stats import qmc  # noqa: F401 - imported for its side effect: the module cache
+    except Exception:  # noqa: BLE001 - a warm-up only: the sampler imports (and reports) it itself
+        return None
+    return qmc

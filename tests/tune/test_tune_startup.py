@@ -1,0 +1,75 @@
+"""`tune` starts its first compiles and the sampler's slow imports while the benchmark workers start."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("optuna")
+pytest.importorskip("torch")
+
+from kernelrules.compile.pool import CompilePool  # noqa: E402
+from kernelrules.tune import tune  # noqa: E402
+from kernelrules.tune.driver import Tuner  # noqa: E402
+from kernelrules.tune.gate import Gate  # noqa: E402
+from kernelrules.tune.startup import first_compiles, warm_sampler_imports  # noqa: E402
+
+SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
+
+
+def test_the_first_seeds_compile_while_the_workers_start_and_are_not_compiled_again(tmp_path, monkeypatch):
+    started = threading.Event()
+    batches, seeded, at_wait, dispatched = [], [], [], collections.Counter()
+    compiled, seed, await_workers, dispatch = Gate.compiled, Tuner._seed, Tuner._await_workers, CompilePool._dispatch
+
+    def recording_compiled(gate, configs):
+        batches.append([c.key() for c in configs])
+        started.set()
+        return compiled(gate, configs)
+
+    def recording_seed(tuner):
+        seeds = seed(tuner)
+        seeded.extend(c.key() for c in seeds)
+        return seeds
+
+    def recording_await(tuner, workers):
+        assert started.wait(60), "no compile started before the loop"
+        at_wait.append(len(batches))
+        return await_workers(tuner, workers)
+
+    def counting_dispatch(pool, worker, job, key, shared_dir=None):
+        dispatched[job] += 1
+        return dispatch(pool, worker, job, key, shared_dir)
+
+    monkeypatch.setattr(Gate, "compiled", recording_compiled)
+    monkeypatch.setattr(Tuner, "_seed", recording_seed)
+    monkeypatch.setattr(Tuner, "_await_workers", recording_await)
+    monkeypatch.setattr(CompilePool, "_dispatch", counting_dispatch)
+    result = tune(SMALL, arch="ampere", interpret=True, trials=6, storage=str(tmp_path / "study.db"),
+                  stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2, seed=3)
+    assert len(seeded) >= 3 and at_wait == [1]
+    # the loop's first batch (one worker + a lookahead of two), compiled before any worker was awaited
+    assert batches[0] == seeded[:3]
+    timed = [r for r in result.records if r["status"] in ("better", "slower")]
+    assert len(timed) == 6
+    assert dispatched and max(dispatched.values()) == 1  # the loop's compile of the same configs hit the cache
+
+
+def test_first_compiles_keeps_the_order_and_the_count():
+    assert first_compiles([5, 1, 4, 2, 3], 2, lambda c: c != 1) == [5, 4]
+    assert first_compiles([], 3, lambda c: True) == []
+
+
+def test_the_qmc_samplers_import_scipy_stats_in_the_background():
+    assert warm_sampler_imports("tpe") is None and warm_sampler_imports("random") is None
+    code = ("import sys; from kernelrules.tune.startup import warm_sampler_imports; "
+            "thread = warm_sampler_imports('auto'); assert thread.daemon; thread.join(120); "
+            "print('scipy.stats.qmc' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
