@@ -302,10 +302,12 @@ def predict_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
 
 
 def config_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
-    """Judge every config on the predicted facts; find a repair for each rejected one."""
+    """Judge every config on the predicted facts (predicted once each); find a repair for each rejected one."""
     engine, arch, kernel = judge.engine, judging.arch, judging.kernel
-    for verdict in engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=judging.predict):
-        facts = judging.predict(verdict.config)
+    predicted: dict[int, dict[str, Any]] = {}  # by id: the configs stay in judging.configs meanwhile
+    facts_of = lambda c: predicted.get(id(c)) or predicted.setdefault(id(c), judging.predict(c))  # noqa: E731
+    for verdict in engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=facts_of):
+        facts = facts_of(verdict.config)
         if verdict.rejected:
             found = engine.repair(verdict.config, arch, kernel=kernel, facts=facts, problem=judging.problem,
                                   facts_fn=judging.predict, frozen=judge.target.fixed)
@@ -361,11 +363,8 @@ def passes_compiled(judge: ConfigJudge, config: KernelConfig, arch: Any, result:
 
 
 def check_target(target: KernelTarget, configs: Sequence[KernelConfig], archs: Sequence[Any]) -> None:
-    """Fail early, with one clear error, when the kernel cannot be read or the signature does not fit it.
-
-    Raises :class:`~kernelrules.errors.KernelSourceError` or
-    :class:`~kernelrules.errors.SignatureSpecError` (exit code 2 on the command line).
-    """
+    """Fail early, with one clear error, when the kernel cannot be read or the signature does not fit it:
+    :class:`~kernelrules.errors.KernelSourceError` or :class:`~kernelrules.errors.SignatureSpecError` (exit 2)."""
     import warnings
 
     from ..compile.compilejob import prepare

@@ -67,3 +67,20 @@ def test_the_config_stage_judges_every_config_and_repairs_the_rejected(judge):
     assert all(isinstance(r, PruneRecord) and r.facts == {} and r.verdict.stage == "config" for r in records)
     assert [r.verdict.verdict for r in records] == ["pass", "reject"]
     assert records[1].verdict.repair is not None and records[1].verdict.repair.num_warps in (4, 8)
+
+
+def test_the_config_stage_predicts_each_config_once(judge):
+    arch = load_arch("ada")
+    configs = [KernelConfig.from_dict({"BLOCK_M": m, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_SIZE_M": 8,
+                                       "num_warps": 4, "num_stages": 2}) for m in (32, 64, 128)]
+    asked = []
+
+    class Model:  # stands for a learned resource model: says what it is asked
+        def predict(self, config):
+            asked.append(config.key())
+            return {"example_fact": 1024 * config.constexprs["BLOCK_M"]}
+
+    judging = ArchJudging(configs, arch, {}, dict(judge.target.kernel_info), False, Model())
+    config_stage(judge, judging)
+    assert sorted(asked) == sorted(c.key() for c in configs)  # once each: judged and recorded on the same facts
+    assert [r.facts["example_fact"] for r in judging.records] == [32768, 65536, 131072]
