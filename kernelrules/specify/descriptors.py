@@ -77,6 +77,8 @@ def _dim(node: ast.expr, names: dict[str, str]) -> str | None:
         return str(node.value)
     if isinstance(node, ast.Name):
         return names.get(node.id)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return names.get(node.slice.value)  # nargs["BLOCK_M"] in a pre_hook: the constexpr itself
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
         left, right = _dim(node.left, names), _dim(node.right, names)
         if left is not None and right is not None:
