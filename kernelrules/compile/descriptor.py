@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import SignatureSpecError
 
@@ -68,12 +68,13 @@ def _evaluate(node: ast.expr, constexprs: Mapping[str, Any], arg: str) -> int:
 
 def resolve(text: str, constexprs: Mapping[str, Any], *, arg: str) -> tuple[str, list[int]]:
     """The element type (canonical) and the integer block shape of ``text`` at a launch with ``constexprs``."""
-    from .specialize import canonical_type
+    from triton._utils import type_canonicalisation_dict
 
     dtype, dims = parse(text)
-    canonical, pointer = canonical_type(dtype, arg=arg)
-    if pointer:
-        raise SignatureSpecError(f"argument {arg!r}: a descriptor's element type is a scalar type, not {dtype!r}")
+    canonical = type_canonicalisation_dict.get(dtype)
+    if canonical in (None, "void"):
+        raise SignatureSpecError(f"argument {arg!r}: unknown element type {dtype!r} in {text!r}",
+                                 hint="a scalar type such as fp16, bf16, fp32, fp8e4nv, i8")
     shape = []
     for dim in dims:
         try:
@@ -88,15 +89,14 @@ def resolve(text: str, constexprs: Mapping[str, Any], *, arg: str) -> tuple[str,
     return canonical, shape
 
 
-def stand_in(text: str, constexprs: Mapping[str, Any], *, arg: str) -> Any:
-    """A ``TensorDescriptor`` that Triton's specializer reads as ``text`` at this launch."""
+def stand_in(text: str, constexprs: Mapping[str, Any], *, arg: str, tensor: Callable[[str], Any]) -> Any:
+    """A ``TensorDescriptor`` that Triton's specializer reads as ``text`` at this launch; ``tensor(dtype)``
+    makes its base (the stand-in tensor pointers get)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
-
-    from .specialize import StandInPointer
 
     dtype, shape = resolve(text, constexprs, arg=arg)
     descriptor = object.__new__(TensorDescriptor)  # no host checks: the base is no tensor
-    descriptor.base = StandInPointer(dtype)
+    descriptor.base = tensor(dtype)
     descriptor.shape = [4096] * len(shape)
     descriptor.strides = [4096 ** (len(shape) - 1 - i) for i in range(len(shape))]
     descriptor.block_shape = shape

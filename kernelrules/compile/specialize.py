@@ -140,7 +140,7 @@ def canonical_type(text: str, *, arg: str) -> tuple[str, bool]:
 def _stand_in(value: Any, *, arg: str, constexprs: Mapping[str, Any] | None = None) -> Any:
     """The argument object that makes Triton's specializer see ``value``."""
     if descriptor.is_descriptor(value):
-        return descriptor.stand_in(value, constexprs or {}, arg=arg)
+        return descriptor.stand_in(value, constexprs or {}, arg=arg, tensor=StandInPointer)
     if value is None or isinstance(value, (bool, float)):
         return value
     if isinstance(value, int):

@@ -120,6 +120,8 @@ def test_the_type_string_resolves_per_config():
                               arg="a") == ("bf16", [128, 32])
     with pytest.raises(SignatureSpecError, match="'BLOCK_K'"):
         descriptor.resolve("tensordesc<fp16[BLOCK_M, BLOCK_K]>", {"BLOCK_M": 128}, arg="a")
+    with pytest.raises(SignatureSpecError, match="element type"):
+        descriptor.resolve("tensordesc<half7[64]>", {}, arg="a")
     with pytest.raises(SignatureSpecError, match="powers of two"):
         descriptor.resolve("tensordesc<fp16[48, 64]>", {}, arg="a")
 
@@ -129,7 +131,9 @@ def test_the_stand_in_is_specialized_as_a_host_descriptor():
     from triton._C.libtriton import native_specialize_impl
     from triton.backends.compiler import BaseBackend
 
-    stand_in = descriptor.stand_in("tensordesc<fp16[BM, 32]>", {"BM": 64}, arg="a_desc")
+    from kernelrules.compile.specialize import StandInPointer
+
+    stand_in = descriptor.stand_in("tensordesc<fp16[BM, 32]>", {"BM": 64}, arg="a_desc", tensor=StandInPointer)
     assert native_specialize_impl(BaseBackend, stand_in, False, True, True) == ("tensordesc<fp16[64, 32]>", None)
 
 
