@@ -498,7 +498,8 @@ def _yaml_value(value: Any) -> str:
 def spec_skeleton(kernels: Sequence[DiscoveredKernel], signatures: Mapping[str, InferredSignature] | None = None) -> str:
     """The YAML text of a spec file for ``kernels``, each field commented with its provenance."""
     lines = ["# Launch signatures for kernelrules (docs/discovery.md). Check every guessed field;",
-             "# replace each TODO with a pointer type (\"*fp16\"), a scalar type (\"i32\") or a value.",
+             "# replace each TODO with a pointer type (\"*fp16\"), a scalar type (\"i32\"), a value or, for a",
+             "# tensor descriptor, \"tensordesc<fp16[BLOCK_M, BLOCK_K]>\" (element type and block shape).",
              "kernels:"]
     for kernel in kernels:
         sig = (signatures or {}).get(kernel.name) or infer_signature(kernel)
@@ -508,7 +509,8 @@ def spec_skeleton(kernels: Sequence[DiscoveredKernel], signatures: Mapping[str, 
         for param in kernel.runtime_params:
             if param.name in sig.spec:
                 text = f"      {param.name}: {_yaml_value(sig.spec[param.name])}"
-                note = f"{sig.provenance[param.name]}: {_PROVENANCE_NOTES[sig.provenance[param.name]]}"
+                how = sig.provenance[param.name]
+                note = f"{how}: {_PROVENANCE_NOTES[how.split(' ')[0]]}"
             else:
                 text, note = f"      {param.name}: TODO", "missing: nothing says what this is"
             lines.append(f"{text:<40} # {note}")

@@ -228,3 +228,13 @@ def test_a_guessed_block_shape_that_does_not_compile_is_ours_not_cmp001(run_cli,
     (matmul,) = report["kernels"]
     assert not [f for f in report["findings"] if f["code"] == "CMP001"]
     assert matmul["status"] == "needs-spec" and "c_desc=tensordesc<" in matmul["message"]
+
+
+def test_the_spec_skeleton_writes_the_descriptor_types(tmp_path):
+    from kernelrules.specify.signatures import spec_skeleton
+
+    root = write(tmp_path, {"tdpkg/__init__.py": "", "tdpkg/kernels.py": KERNELS, "tdpkg/launch.py": LAUNCHER,
+                            "opaque.py": HOSTILE})
+    text = spec_skeleton([kernel(root / "tdpkg" / "kernels.py", "matmul_tma"), kernel(root / "opaque.py", "opaque")])
+    assert 'a_desc: "tensordesc<fp16[BLOCK_M, BLOCK_K]>"' in text and "x_desc: TODO" in text
+    assert "launcher `matmul`" in text
