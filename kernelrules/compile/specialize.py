@@ -27,7 +27,9 @@ A signature spec maps every non-constexpr parameter to one of:
 * an ``int``, ``float`` or ``bool`` value, specialized as the JIT would;
 * a scalar type string (``"i32"``, ``"i64"``, ``"fp32"``, ...): the value is unknown,
   so no specialization is applied;
-* ``None`` (an optional argument left out: a constexpr ``None``, as in the JIT).
+* ``None`` (an optional argument left out: a constexpr ``None``, as in the JIT);
+* a tensor-descriptor type ``"tensordesc<fp16[BLOCK_M, 64]>"`` (a host ``TensorDescriptor``;
+  its block shape may name the config's constexprs: :mod:`kernelrules.compile.descriptor`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from . import descriptor
 from ..errors import SignatureSpecError
 
 #: A 16-byte-aligned stand-in address for pointer arguments.
@@ -134,8 +137,10 @@ def canonical_type(text: str, *, arg: str) -> tuple[str, bool]:
     return canonical, pointer
 
 
-def _stand_in(value: Any, *, arg: str) -> Any:
+def _stand_in(value: Any, *, arg: str, constexprs: Mapping[str, Any] | None = None) -> Any:
     """The argument object that makes Triton's specializer see ``value``."""
+    if descriptor.is_descriptor(value):
+        return descriptor.stand_in(value, constexprs or {}, arg=arg, tensor=StandInPointer)
     if value is None or isinstance(value, (bool, float)):
         return value
     if isinstance(value, int):
@@ -216,7 +221,7 @@ def _override_unknown_scalars(fn: Any, spec: Mapping[str, Any], signature: dict)
     """Give value-unknown scalars the type the spec names (unless the kernel annotates one)."""
     for param in fn.params:
         value = spec.get(param.name)
-        if not isinstance(value, str) or param.annotation_type:
+        if not isinstance(value, str) or param.annotation_type or descriptor.is_descriptor(value):
             continue
         canonical, pointer = canonical_type(value, arg=param.name)
         if not pointer:
@@ -239,7 +244,7 @@ def specialize(
     """
     all_constexprs = {**(fixed or {}), **(constexprs or {})}
     _check_spec(fn, spec, all_constexprs)
-    kwargs: dict[str, Any] = {name: _stand_in(value, arg=name) for name, value in spec.items()}
+    kwargs: dict[str, Any] = {name: _stand_in(value, arg=name, constexprs=all_constexprs) for name, value in spec.items()}
     kwargs.update({name: dtype_constexpr(value) for name, value in all_constexprs.items()})
     backend = _make_backend(target)
     from triton.runtime.jit import create_function_from_signature

@@ -201,10 +201,9 @@ class Linter:
         message = (f"cannot judge {kernel.name}: no launch signature for {', '.join(signature.missing)}; write a spec "
                    f"with 'kernelrules spec {kernel_report.path}' or record one with 'kernelrules trace'")
         if signature.descriptors:
-            message = (f"cannot judge {kernel.name}: {', '.join(signature.descriptors)} "
-                       f"{'is a tensor descriptor' if len(signature.descriptors) == 1 else 'are tensor descriptors'}"
-                       f" (`{signature.descriptors[0]}.load(...)`), which kernelrules cannot stand in for yet "
-                       f"(a limit of kernelrules, not an error in the kernel)")
+            from ..specify.descriptors import missing_reason
+
+            message = missing_reason(kernel.name, signature.descriptors, kernel_report.path)
         kernel_report.status, kernel_report.message = "needs-spec", message
         report.findings.append(self.place.lint_code(kernel, "LNT001", message))
 
@@ -388,6 +387,7 @@ class Linter:
         (an unresolved name, a kernel it cannot load, guessed constexprs or guessed argument types with
         which nothing compiles)."""
         from ..compile.limits import failed_facts, guessed_note, guessed_signature, our_limit, type_error
+        from ..specify.descriptors import guessed_descriptors
 
         reason = our_limit(results, misses, kernel.name)
         if reason is None and nothing_compiled(results):
@@ -398,7 +398,9 @@ class Linter:
                 reason = (f"cannot judge {kernel.name}: no config compiles with the guessed constexpr values "
                           f"{guessed_note(guessed)} ({first}); give the real ones in a spec "
                           f"('kernelrules spec {shown}') or a trace")
-            elif types and type_error(first):  # a type guess that does not type-check is ours, not a CMP001
+            elif types and (type_error(first) or guessed_descriptors(spec or {}, kernel_report.signature_provenance)):
+                # A type guess that does not type-check is ours, not a CMP001; so is any failure with a guessed
+                # tensor descriptor (a wrong block shape fails a bare ``assert`` in Triton's descriptor store).
                 reason = (f"cannot judge {kernel.name}: no config compiles with the guessed arguments {types} "
                           f"({first}); give the real types in a spec ('kernelrules spec {shown}') or a trace")
         if reason is None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .constexpr_guess import alternatives
+from ..compile.descriptor import format_type, is_descriptor, parse
 from ..compile.limits import undefined_name
 
 #: Probe compiles one search may spend (each is one config on one architecture, cached).
@@ -52,8 +53,15 @@ class Settled:
 
 
 def guessed_fp16_pointers(spec: Mapping[str, Any], provenance: Mapping[str, str]) -> list[str]:
-    """Pointers typed ``*fp16`` only because nothing said otherwise (provenance ``naming``)."""
-    return [k for k, v in spec.items() if v == "*fp16" and provenance.get(k) == "naming"]
+    """Pointers typed ``*fp16`` only because nothing said otherwise (provenance ``naming``), and tensor
+    descriptors whose ``fp16`` element type is such a guess (``tensordesc<fp16[...]>``)."""
+    return [k for k, v in spec.items() if (v == "*fp16" and provenance.get(k) == "naming")
+            or (is_descriptor(v) and parse(v)[0] == "fp16" and str(provenance.get(k, "")).startswith("naming"))]
+
+
+def _retyped(value: Any, dtype: str) -> Any:
+    """``value`` (``*fp16`` or ``tensordesc<fp16[...]>``) with element type ``dtype``."""
+    return format_type(dtype, parse(value)[1]) if is_descriptor(value) else f"*{dtype}"
 
 
 def pointer_variants(spec: Mapping[str, Any], provenance: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
@@ -61,7 +69,7 @@ def pointer_variants(spec: Mapping[str, Any], provenance: Mapping[str, str]) -> 
     guessed = guessed_fp16_pointers(spec, provenance)
     if not guessed:
         return []
-    return [(dtype, {k: (f"*{dtype}" if k in guessed else v) for k, v in spec.items()})
+    return [(dtype, {k: (_retyped(v, dtype) if k in guessed else v) for k, v in spec.items()})
             for dtype in POINTER_ALTERNATIVES]
 
 

@@ -65,6 +65,7 @@ def resolve(kernel: Any, *, spec: Mapping[str, Mapping[str, Any]] | None = None,
     judges its one config as given). Raises :class:`KernelrulesError` when a spec or the
     kernel's signature cannot be read.
     """
+    from .descriptors import guessed_note as guessed_descriptors
     from .signatures import infer_signature
 
     explicit, source = _explicit_spec(kernel, spec, trace)
@@ -84,6 +85,8 @@ def resolve(kernel: Any, *, spec: Mapping[str, Mapping[str, Any]] | None = None,
     if not signature.complete:
         return ResolvedKernel(source, signature, tuple(sites), fixed, {**signature.provenance, **constexpr_provenance},
                               {}, tuple(notes))
+    descriptor_note = guessed_descriptors(signature.spec, signature.descriptor_sources)
+    notes += [descriptor_note] if descriptor_note else []
     completed = [(c.replace(fixed), line, col) for c, line, col in sites]
     if at_launch:
         completed, note = _run_launch_code(kernel, completed, signature.spec, constexpr_provenance)

@@ -39,7 +39,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .argflow import address_pointers, float_params, index_pointers, pointer_flow, used_names
 from .argnotes import comment_types, descriptor_params
+from .descriptors import descriptor_types
 from .usetypes import use_types
+from ..compile.descriptor import is_descriptor
 from ..atomicio import write_text_atomic
 from ..discover.kernels import DiscoveredKernel, ParsedModule, cached_module
 from ..discover.pyast import first_line, iter_nodes
@@ -74,8 +76,12 @@ class InferredSignature:
     spec: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
-    #: Missing arguments the body uses as tensor descriptors (``desc.load([m, k])``).
+    #: Missing arguments the body uses as tensor descriptors (``desc.load([m, k])``) whose block shape
+    #: the source does not give.
     descriptors: list[str] = field(default_factory=list)
+    #: Descriptor arguments typed from the source: name -> where the block shape was read
+    #: (:mod:`kernelrules.specify.descriptors`); their element type is a guess.
+    descriptor_sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -85,7 +91,7 @@ class InferredSignature:
     def set(self, name: str, value: Any, source: str) -> None:
         """Record ``value`` for ``name`` unless a stronger source already did."""
         current = self.provenance.get(name)
-        if current is None or PROVENANCE.index(source) < PROVENANCE.index(current):
+        if current is None or PROVENANCE.index(source) < PROVENANCE.index(current.split(" ")[0]):
             self.spec[name] = value
             self.provenance[name] = source
 
@@ -119,11 +125,12 @@ def _check_value(doc: LocatedDocument, where: tuple, value: Any) -> None:
     """Reject a signature value that is not a type string or a number/boolean."""
     if isinstance(value, (bool, int, float)):
         return
-    if isinstance(value, str) and _TYPE_TEXT.match(value):
+    if isinstance(value, str) and (_TYPE_TEXT.match(value) or is_descriptor(value)):
         return
     if value == "TODO":
         raise _spec_error(doc, where, f"'{where[-1]}' is still TODO")
-    raise _spec_error(doc, where, f"'{where[-1]}' has value {value!r}, not a pointer type, scalar type or number")
+    raise _spec_error(doc, where, f"'{where[-1]}' has value {value!r}, not a pointer type, scalar type, number "
+                                  f"or tensor-descriptor type (tensordesc<fp16[BLOCK_M, 64]>)")
 
 
 def load_spec_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
@@ -338,6 +345,7 @@ class _BodyEvidence:
     floats: frozenset[str]
     used: frozenset[str]
     descriptors: tuple[str, ...]
+    descriptor_types: tuple[tuple[str, str, str], ...]  # (param, tensordesc type, where its block shape was read)
     flow_types: tuple[tuple[str, str], ...]  # (param, type) from loaded values used as integers
     comment_types: tuple[tuple[str, str], ...]  # (param, type) from the parameter's comment
     buffer_kinds: tuple[tuple[str, str], ...]
@@ -367,7 +375,7 @@ def _body_evidence(kernel: DiscoveredKernel, runtime: list[str]) -> _BodyEvidenc
 def _read_body(module: Any, name: str, runtime: list[str]) -> _BodyEvidence:
     func = module.jit_functions.get(name) if isinstance(module, ParsedModule) else None
     if func is None:
-        return _BodyEvidence(False, frozenset(), frozenset(), frozenset(), frozenset(), (), (), (), ())
+        return _BodyEvidence(False, frozenset(), frozenset(), frozenset(), frozenset(), (), (), (), (), ())
     pointers = pointer_flow(module, name).pointers.get(name, set())
     uses = use_types(module, name, pointers)
     integers = uses.integer_scalars()
@@ -381,19 +389,21 @@ def _read_body(module: Any, name: str, runtime: list[str]) -> _BodyEvidence:
         flow_types.append((param, "*i64" if wide else "*i32"))
     comments = [(param, text) for param, text in comment_types(module.source.splitlines(), func).items()
                 if param in flowing or looks_like_pointer(param)]
+    descriptors = sorted(descriptor_params(func) & set(runtime))
+    typed = descriptor_types(module, name, descriptors, lambda param: pointer_dtype_from_name(param)[1:])
     return _BodyEvidence(True, frozenset(pointers), frozenset(integers), frozenset(floats), frozenset(used_names(func)),
-                         tuple(sorted(descriptor_params(func) & set(runtime))), tuple(flow_types), tuple(comments),
-                         tuple(uses.buffer_kinds().items()))
+                         tuple(descriptors), tuple((k, v.text, v.source) for k, v in sorted(typed.items())),
+                         tuple(flow_types), tuple(comments), tuple(uses.buffer_kinds().items()))
 
 
 def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: list[str]) -> None:
     """Dataflow and naming evidence from the kernel's body, then integer defaults."""
     body = _body_evidence(kernel, runtime)
     pointers, integers, floats, used = body.pointers, body.integers, body.floats, body.used
-    result.descriptors = list(body.descriptors)
+    _apply_descriptors(result, body)
     for name in runtime:
-        if name in result.descriptors:
-            continue  # a host TensorDescriptor: no stand-in yet, so the kernel needs a spec or a trace
+        if name in body.descriptors:
+            continue  # a host TensorDescriptor: typed above when the source gives its block shape
         if name in pointers:
             result.set(name, pointer_dtype_from_name(name), "naming")
         elif looks_like_stride(name):
@@ -416,6 +426,17 @@ def _apply_body(kernel: DiscoveredKernel, result: InferredSignature, runtime: li
     if body.has_body:
         _apply_buffer_kinds(result, dict(body.buffer_kinds), set(runtime))
     _guess_unit_strides(result, runtime)
+
+
+def _apply_descriptors(result: InferredSignature, body: _BodyEvidence) -> None:
+    """Type the descriptor arguments whose block shape the source gives (the element type is a guess, so
+    the provenance is ``naming``); the others stay in :attr:`InferredSignature.descriptors`."""
+    for param, text, source in body.descriptor_types:
+        if param not in result.provenance:
+            result.set(param, text, "naming")
+            result.provenance[param] = f"naming (block shape from {source}; element type guessed)"
+            result.descriptor_sources[param] = source
+    result.descriptors = [name for name in body.descriptors if name not in result.spec]
 
 
 #: Pointer type for each kind of element :meth:`~kernelrules.specify.usetypes.UseTypes.buffer_kinds` reads.
@@ -477,7 +498,8 @@ def _yaml_value(value: Any) -> str:
 def spec_skeleton(kernels: Sequence[DiscoveredKernel], signatures: Mapping[str, InferredSignature] | None = None) -> str:
     """The YAML text of a spec file for ``kernels``, each field commented with its provenance."""
     lines = ["# Launch signatures for kernelrules (docs/discovery.md). Check every guessed field;",
-             "# replace each TODO with a pointer type (\"*fp16\"), a scalar type (\"i32\") or a value.",
+             "# replace each TODO with a pointer type (\"*fp16\"), a scalar type (\"i32\"), a value or, for a",
+             "# tensor descriptor, \"tensordesc<fp16[BLOCK_M, BLOCK_K]>\" (element type and block shape).",
              "kernels:"]
     for kernel in kernels:
         sig = (signatures or {}).get(kernel.name) or infer_signature(kernel)
@@ -487,7 +509,8 @@ def spec_skeleton(kernels: Sequence[DiscoveredKernel], signatures: Mapping[str, 
         for param in kernel.runtime_params:
             if param.name in sig.spec:
                 text = f"      {param.name}: {_yaml_value(sig.spec[param.name])}"
-                note = f"{sig.provenance[param.name]}: {_PROVENANCE_NOTES[sig.provenance[param.name]]}"
+                how = sig.provenance[param.name]
+                note = f"{how}: {_PROVENANCE_NOTES[how.split(' ')[0]]}"
             else:
                 text, note = f"      {param.name}: TODO", "missing: nothing says what this is"
             lines.append(f"{text:<40} # {note}")

@@ -340,3 +340,36 @@ def test_result_cache_key_follows_triton_debug(monkeypatch):
     assert cache_key(job, "source") != plain
     monkeypatch.delenv("TRITON_DEBUG")
     assert cache_key(job, "source") == plain
+
+
+DESCRIPTOR_KERNEL = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_tile(x_desc, y_desc, n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0) * BLOCK_M
+    y_desc.store([row, 0], x_desc.load([row, 0]))
+'''
+
+
+@pytest.mark.parametrize("arch", [90, 89])
+def test_tensor_descriptor_key_matches_the_jit(arch, tmp_path, stand_in_driver, keys, monkeypatch):
+    """A host TensorDescriptor argument: the signature ``tensordesc<bf16[BLOCK_M, BLOCK_N]>`` (its block
+    shape resolved from the config) lands under the key a launch with the real descriptor computes."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    path = tmp_path / "desc_kernel.py"
+    path.write_text(DESCRIPTOR_KERNEL)
+    jit_fn = _import(path, monkeypatch).copy_tile
+    tensor = torch.empty((256, 128), dtype=torch.bfloat16)  # CPU allocations are 64-byte aligned, as CUDA's
+    x_desc, y_desc = (TensorDescriptor.from_tensor(tensor, [64, 32]) for _ in range(2))
+    config = {"BLOCK_M": 64, "BLOCK_N": 32}
+    theirs = _jit_key(jit_fn, stand_in_driver, keys, arch, [x_desc, y_desc, 4096], config, {"num_warps": 4})
+    signature = {"x_desc": "tensordesc<bf16[BLOCK_M, BLOCK_N]>", "y_desc": "tensordesc<bf16[64, 32]>", "n": 4096}
+    ours = _our_key(path, "copy_tile", signature, config, {"num_warps": 4}, arch, keys)
+    assert ours == theirs
+    other = _our_key(path, "copy_tile", {**signature, "y_desc": "tensordesc<bf16[64, 64]>"}, config,
+                     {"num_warps": 4}, arch, keys)
+    assert other != theirs  # the block shape is part of the key

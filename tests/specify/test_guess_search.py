@@ -225,8 +225,9 @@ def test_lint_finds_guesses_that_compile(run_cli, tmp_path):
 
 
 def test_tensor_descriptor_arguments_are_named_as_our_limit(run_cli, tmp_path):
-    """``desc.load([m, k])``: a host TensorDescriptor at launch; kernelrules has no stand-in, so the kernel is
-    needs-spec saying so (never a CMP001 from an integer stand-in), even with an unread argument beside it."""
+    """``desc.load([m, 0])``: a host TensorDescriptor at launch whose block shape nothing in the source gives
+    (the offset 0 names no constexpr), so the kernel is needs-spec saying so (never a CMP001 from an integer
+    stand-in), even with an unread argument beside it (tests/specify/test_tensordesc.py: the readable ones)."""
     path = tmp_path / "descs.py"
     path.write_text(HEADER + '''\
 @triton.jit
