@@ -17,13 +17,8 @@ from __future__ import annotations
 
 import ast
 import collections
-import contextlib
 import gc
 import hashlib
-from typing import Iterator
-
-#: Cyclic-collector thresholds while many trees are kept (:func:`fewer_collections`).
-QUIET_THRESHOLDS = (100_000, 50, 100)
 
 #: At most this many trees are kept, and at most this many characters of their texts (a 1 MB text's tree is
 #: a few hundred MB): enough for a package's files during one run, and for a large file read by every stage.
@@ -71,21 +66,3 @@ def clear() -> None:
     global _stored_characters
     _TREES.clear()
     _stored_characters = 0
-
-
-@contextlib.contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Run the block with the cyclic garbage collector's thresholds raised (:data:`QUIET_THRESHOLDS`),
-    restored after.
-
-    Why: the kept trees are millions of objects, and each full collection walks all of them
-    without freeing any (a tree holds no cycles; refcounting frees it). Discovering a package of
-    880 modules spent half its time there (10 s against 5 s with the collector off, measured
-    back to back); with these thresholds young cycles are still collected, full passes are rare.
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(*(max(old, new) for old, new in zip(before, QUIET_THRESHOLDS)))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)

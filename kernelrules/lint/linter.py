@@ -108,13 +108,6 @@ class Linter:
         """Lint files and directories into the final report: the selected findings, suppression
         comments applied. Never raises for a problem in one kernel or file; a pinned table whose
         kernel is not among those linted is a :class:`KernelrulesError`."""
-        from ..discover.pyparse import fewer_collections
-
-        with fewer_collections():
-            return self._run(paths)
-
-    def _run(self, paths: Sequence[str | Path]) -> LintReport:
-        """:meth:`run`'s work."""
         from ..discover.kernels import discover
         from ..compile.pool import CompilePool
 

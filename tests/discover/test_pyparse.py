@@ -101,24 +101,3 @@ def test_parsing_pauses_the_cyclic_collector_and_restores_it():
         assert not gc.isenabled()  # a caller's pause is left as it was
     finally:
         gc.enable()
-
-
-def test_fewer_collections_raises_the_thresholds_for_the_block_only():
-    import gc
-
-    from kernelrules.discover.pyparse import QUIET_THRESHOLDS, fewer_collections
-
-    before = gc.get_threshold()
-    try:
-        gc.set_threshold(700, 10, 10)
-        with fewer_collections():
-            assert gc.get_threshold() == QUIET_THRESHOLDS
-            with fewer_collections():  # nested: unchanged, and restored to the outer block's
-                assert gc.get_threshold() == QUIET_THRESHOLDS
-            assert gc.get_threshold() == QUIET_THRESHOLDS
-        assert gc.get_threshold() == (700, 10, 10)
-        gc.set_threshold(500_000, 10, 10)  # a caller's higher threshold is kept
-        with fewer_collections():
-            assert gc.get_threshold() == (500_000, 50, 100)
-    finally:
-        gc.set_threshold(*before)
