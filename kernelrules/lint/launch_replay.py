@@ -6,16 +6,18 @@ resolves every kernel: reading its body's dataflow, its helpers, its package's v
 On a package of hundreds of kernels that reading is most of a warm run (unsloth, 56
 kernels: 8 of 13.5 profiled seconds; discovery 2.4 s; replaying 0.04 s).
 
-Everything that reading depends on is known before it starts: the discovered kernel,
-its own file and sidecar spec, the Python files its imports can reach
-(:class:`kernelrules.discover.pkgsnapshot.Snapshots`, one digest per search root and
-run), the spec and trace given, the configs to judge, and what decides the judging
-(architectures, stage, compile time limit, ``--import``, rules, kernelrules' code,
-Triton's version). :func:`LaunchReplay.key` hashes exactly those; an outcome stored
-under that key (analyzed or needs-spec, never an error or a run that left something
-unjudged) is the kernel's report again, byte for byte, without resolving or compiling.
-When any input differs the kernel is resolved as before, and the judgement cache and
-the compile cache still spare it the compiles that did not change.
+Everything that reading depends on is known before it starts: the discovered kernel
+(its configs among it), its own file and sidecar spec, the Python files its imports can
+reach (:class:`kernelrules.discover.pkgsnapshot.Snapshots`, one digest per search root
+and run), the spec and trace given, and what decides the judging (architectures, stage,
+compile time limit, rules, kernelrules' code, Triton's version).
+:meth:`LaunchReplay.key` hashes exactly those; an outcome stored under that key
+(analyzed or needs-spec, never an error or a run that left something unjudged) is the
+kernel's report again, byte for byte, its autotune side effects (``LNT006``) included,
+without resolving or compiling. When any input differs the kernel is resolved as
+before, and the judgement cache and the compile cache still spare it the compiles that
+did not change. ``--import`` runs are not keyed here: their configs come from running
+the module.
 """
 
 from __future__ import annotations
@@ -80,14 +82,15 @@ class LaunchReplay:
                 "format": FORMAT, "kernelrules": __version__, "code": code_fingerprint(),
                 "triton": triton_version(import_if_unlisted=False), "rules": rules_fingerprint(self.engine),
                 "archs": [(a.name, a.sku) for a in self.archs], "stage": options.stage, "timeout": options.timeout,
-                "allow_code": options.import_modules, "src": [str(Path(s).resolve()) for s in options.src],
+                "src": [str(Path(s).resolve()) for s in options.src],
                 "spec": options.spec, "trace": sorted((list(k), v) for k, v in (options.trace or {}).items()),
             })
         return self._run  # type: ignore[return-value]
 
-    def key(self, kernel: Any, sites: Sequence[tuple] | None) -> str | None:
-        """The key of ``kernel``'s outcome from what its resolution will read; None when it cannot be made
-        (an input without a stable form, a package too large to digest)."""
+    def key(self, kernel: Any) -> str | None:
+        """The key of ``kernel``'s outcome (its autotune side effects, launch and judgement) from what lint
+        will read; None when it cannot be made (an input without a stable form, a package too large to
+        digest). Not for ``--import`` runs, whose configs come from running the module."""
         run = self._run_part()
         if run is None:
             return None
@@ -98,7 +101,6 @@ class LaunchReplay:
         snapshot = self.snapshots.digest(roots)
         kernel_text = _stable_text({
             "kernel": repr(kernel), "path": str(Path(kernel.path).resolve()), "shown": shown_path(kernel.path),
-            "sites": None if sites is None else [[c.to_dict(), line, col] for c, line, col in sites],
             "sidecar": _sidecar(kernel.path),
         })
         if snapshot is None or kernel_text is None:

@@ -157,12 +157,13 @@ class Linter:
         else resolve and judge it, and store the outcome for the next run."""
         self._unjudged = []
         kernel_report = self._kernel_report(kernel, report)
-        self._side_effects(kernel, report)
-        sites = self._imported_sites(kernel, kernel_report, report)
-        key = self.replay.key(kernel, sites) if self.replay else None
+        start = len(report.findings)
+        # (With --import the configs come from running the module: not an input a file digest covers.)
+        key = self.replay.key(kernel) if self.replay and not self.options.import_modules else None
         if key and self.replay.replay(key, kernel, kernel_report, report, self.place):
             return
-        start = len(report.findings)
+        self._side_effects(kernel, report)
+        sites = self._imported_sites(kernel, kernel_report, report)
         self._resolve_and_judge(kernel, sites, kernel_report, report)
         if key and not self._unjudged:
             self.replay.store(key, kernel_report, report.findings[start:])

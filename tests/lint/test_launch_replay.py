@@ -35,9 +35,9 @@ from .helpers import twice
 @triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=4), triton.Config({"BLOCK": 1024}, num_warps=8)],
                  key=["n"])
 @triton.jit
-def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(y_ptr + offs, twice(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+    tl.store(x_ptr + offs, twice(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)  # in place: LNT006
 
 
 @triton.jit
@@ -95,9 +95,20 @@ def test_a_warm_lint_resolves_nothing_and_reports_the_same(package, tmp_path, mo
     cold = lint(tmp_path)
     assert sorted(resolves.names) == ["copy_kernel", "described_kernel", "scale_kernel"]
     assert '"needs-spec"' in cold and '"analyzed"' in cold  # both kinds of outcome are replayed
+    assert '"code": "LNT006"' in cold  # and the autotune side effects read before the launch
     resolves.names.clear()
+    monkeypatch.setattr(linter_module.Linter, "_side_effects", lambda *a: pytest.fail("side effects read again"))
     assert lint(tmp_path) == cold
     assert resolves.names == []
+
+
+def test_import_runs_are_not_replayed_before_resolving(package, tmp_path, monkeypatch):
+    """With --import the configs come from running the module, which no file digest covers."""
+    resolves = Resolves(monkeypatch)
+    cold = lint(tmp_path, import_modules=True)
+    assert lint(tmp_path, import_modules=True) == cold
+    assert sorted(resolves.names) == sorted(["copy_kernel", "described_kernel", "scale_kernel"] * 2)
+    assert not list((tmp_path / "cache" / "lint").rglob("launch-*"))
 
 
 def test_an_edit_anywhere_in_the_package_resolves_its_kernels_again(package, tmp_path, monkeypatch):
@@ -158,6 +169,6 @@ def test_an_unstable_input_is_not_keyed(package, tmp_path, monkeypatch):
     from kernelrules.discover.kernels import discover
 
     kernel = discover(["pkg"]).by_name("copy_kernel")[0]
-    assert replay.key(kernel, None) is None
+    assert replay.key(kernel) is None
     stable = LaunchReplay(tmp_path / "cache", LintOptions(archs=("hopper",)), [], linter_module.default_engine())
-    assert stable.key(kernel, None) == stable.key(kernel, None) is not None
+    assert stable.key(kernel) == stable.key(kernel) is not None
