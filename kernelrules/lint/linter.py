@@ -327,7 +327,10 @@ class Linter:
         """The compile result of one config on the first architecture (through the shared, cached pool)."""
         target = KernelTarget.for_signature(kernel.path, kernel.name, spec, fixed, src=self.options.src)
         job = target.job(config, self.archs[0], self.options.timeout)
-        for _job, result in self.pool.run([job]):
+        label = f"checking guessed values {self.archs[0].name}"
+        self._compile_progress(label, 0, 1)  # named before it starts: a probe may take the whole time limit
+        for _job, result in self.pool.run([job], progress=lambda done, total, *_: self._compile_progress(label, done,
+                                                                                                         total)):
             return result
         return None
 

@@ -407,6 +407,28 @@ def test_progress_names_the_kernel_compiling(tmp_path, monkeypatch):
     assert compiling and all(label.startswith("softmax.py:softmax_kernel: ") for label in compiling)
 
 
+def test_progress_names_the_kernel_whose_guesses_are_probed(tmp_path, monkeypatch):
+    """The probe compile of guessed values is named before it starts (it may take the whole time limit)."""
+    from kernelrules.lint.linter import LintOptions, Linter
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "guess.py").write_text(textwrap.dedent("""\
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+        """))
+    calls = []
+    options = LintOptions(archs=("hopper",), cache_dir=str(tmp_path / "cache"), jobs=1)
+    Linter(options, progress=lambda label, done, total: calls.append((label, done, total))).run(["guess.py"])
+    probe = "guess.py:copy_kernel: checking guessed values sm_90"
+    assert calls.index((probe, 0, 1)) < calls.index((probe, 1, 1))
+    assert calls.index((probe, 1, 1)) < calls.index(("guess.py:copy_kernel: compiling sm_90", 1, 1))
+
+
 def test_the_api_reports_what_the_command_prints(run_cli, tmp_path, monkeypatch):
     """``Linter(options).run()`` applies the rule selection, per-file ignores and suppression comments
     itself, so its report is the one ``kernelrules lint`` prints (issue 15)."""
