@@ -117,7 +117,8 @@ class Linter:
         # --import: the cross-compile may run the user's code; the targets' platform facts (NVIDIA: torch.version.hip
         # is None) decide module-level values for the walk over the package and the compile workers alike.
         with allowing_user_code(self.options.import_modules), targeting(a.backend for a in self.archs):
-            self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache)
+            self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache,
+                                    remember_timeouts=True)
             try:
                 self._run_kernels(found, report)
             finally:
