@@ -10,7 +10,8 @@ Everything that reading depends on is known before it starts: the discovered ker
 (its configs among it), its own file and sidecar spec, the Python files its imports can
 reach (:class:`kernelrules.discover.pkgsnapshot.Snapshots`, one digest per search root
 and run), the spec and trace given, and what decides the judging (architectures, stage,
-compile time limit, rules, kernelrules' code, Triton's version).
+compile time limit, rules, kernelrules' code, Triton's version and the environment
+switches the compile cache keys on).
 :meth:`LaunchReplay.key` hashes exactly those; an outcome stored under that key
 (analyzed or needs-spec, never an error or a run that left something unjudged) is the
 kernel's report again, byte for byte, its autotune side effects (``LNT006``) included,
@@ -24,11 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Sequence
 
 from .. import __version__
+from ..compile.cache import LAUNCH_ENV
 from ..compile.diskstore import triton_version
 from ..discover.pkgfiles import search_roots
 from ..discover.pkgsnapshot import Snapshots
@@ -84,6 +87,8 @@ class LaunchReplay:
                 "archs": [(a.name, a.sku) for a in self.archs], "stage": options.stage, "timeout": options.timeout,
                 "src": [str(Path(s).resolve()) for s in options.src],
                 "spec": options.spec, "trace": sorted((list(k), v) for k, v in (options.trace or {}).items()),
+                # What the compile cache keys on besides the job: Triton's environment switches that change a build.
+                "launch_env": {name: os.environ[name] for name in LAUNCH_ENV if os.environ.get(name)},
             })
         return self._run  # type: ignore[return-value]
 

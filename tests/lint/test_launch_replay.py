@@ -172,3 +172,6 @@ def test_an_unstable_input_is_not_keyed(package, tmp_path, monkeypatch):
     assert replay.key(kernel) is None
     stable = LaunchReplay(tmp_path / "cache", LintOptions(archs=("hopper",)), [], linter_module.default_engine())
     assert stable.key(kernel) == stable.key(kernel) is not None
+    monkeypatch.setenv("TRITON_DEBUG", "1")  # a switch that changes a build (and the compile cache's key)
+    debug = LaunchReplay(tmp_path / "cache", LintOptions(archs=("hopper",)), [], linter_module.default_engine())
+    assert debug.key(kernel) not in (None, stable.key(kernel))
