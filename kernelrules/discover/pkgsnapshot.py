@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 #: A root with more Python files than this is not digested (its kernels are simply resolved again).
@@ -67,16 +68,32 @@ def tree_digest(root: str | os.PathLike[str], seen: dict[Path, bytes] | None = N
     for path in files:
         digest.update(b"\0file:" + str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
         if path not in seen:
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                data = f"\0unreadable:{type(exc).__name__}".encode()
+            data = _file_bytes(path)
             total += len(data)
             if total > MAX_BYTES:
                 return None
             seen[path] = hashlib.sha256(data).digest()
         digest.update(seen[path])
     return digest.hexdigest()
+
+
+def _file_bytes(path: Path) -> bytes:
+    """The bytes of a regular file; for anything else (a FIFO named ``*.py``, which a plain read would wait
+    on forever, a device, a dangling link or loop) a marker naming what it is."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # opening a FIFO must not wait for a writer
+    except OSError as exc:
+        return f"\0unreadable:{type(exc).__name__}".encode()
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return f"\0not a regular file:{stat.S_IFMT(info.st_mode)}".encode()
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        return f"\0unreadable:{type(exc).__name__}".encode()
+    finally:
+        os.close(fd)
 
 
 class Snapshots:

@@ -56,3 +56,23 @@ def test_snapshots_digest_each_root_once_per_run(tmp_path):
     assert snapshots.digest((root,)) == first  # one run sees one version
     assert Snapshots().digest((root,)) != first  # the next run sees the edit
     assert Snapshots().digest((root, root / "pkg")) != Snapshots().digest((root,))
+
+
+def test_a_fifo_or_a_link_loop_is_named_not_read(tmp_path):
+    """A FIFO named ``*.py`` would block a plain read forever; a symlink loop cannot be opened: both count
+    as what they are, and the digest still changes when one becomes a real module."""
+    import os
+    import threading
+
+    root = make(tmp_path)
+    os.mkfifo(root / "pkg" / "fifo.py")
+    os.symlink(root / "pkg" / "loop_a.py", root / "pkg" / "loop_b.py")
+    os.symlink(root / "pkg" / "loop_b.py", root / "pkg" / "loop_a.py")
+    found: list = []
+    reader = threading.Thread(target=lambda: found.append(tree_digest(root)), daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    assert found and found[0] is not None
+    (root / "pkg" / "fifo.py").unlink()
+    (root / "pkg" / "fifo.py").write_text("")
+    assert tree_digest(root) != found[0]
