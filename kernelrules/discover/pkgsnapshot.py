@@ -68,7 +68,7 @@ def tree_digest(root: str | os.PathLike[str], seen: dict[Path, bytes] | None = N
     for path in files:
         digest.update(b"\0file:" + str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
         if path not in seen:
-            data = _file_bytes(path)
+            data = file_bytes(path)
             total += len(data)
             if total > MAX_BYTES:
                 return None
@@ -77,7 +77,7 @@ def tree_digest(root: str | os.PathLike[str], seen: dict[Path, bytes] | None = N
     return digest.hexdigest()
 
 
-def _file_bytes(path: Path) -> bytes:
+def file_bytes(path: Path) -> bytes:
     """The bytes of a regular file; for anything else (a FIFO named ``*.py``, which a plain read would wait
     on forever, a device, a dangling link or loop) a marker naming what it is."""
     try:

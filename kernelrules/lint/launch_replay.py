@@ -34,7 +34,7 @@ from .. import __version__
 from ..compile.cache import LAUNCH_ENV
 from ..compile.diskstore import triton_version
 from ..discover.pkgfiles import search_roots
-from ..discover.pkgsnapshot import Snapshots
+from ..discover.pkgsnapshot import Snapshots, file_bytes
 from .findings import Finding, KernelReport, LintReport
 from .judgement_cache import FORMAT, JudgementCache, code_fingerprint, rules_fingerprint
 from .placement import FindingPlacer, shown_path
@@ -52,14 +52,12 @@ def _stable_text(value: Any) -> str | None:
     return None if _ADDRESS.search(text) else text
 
 
-def _sidecar(path: Any) -> str | None:
-    """The bytes of the kernel module's sidecar spec (``<stem>.kernelrules.yaml``) as a digest, None when absent."""
+def _sidecar(path: Any) -> str:
+    """A digest of the kernel module's sidecar spec (``<stem>.kernelrules.yaml``), or of what stands in its
+    place (nothing, a FIFO: never waited on)."""
     from ..specify.signatures import sidecar_path
 
-    try:
-        return hashlib.sha256(sidecar_path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
+    return hashlib.sha256(file_bytes(sidecar_path(path))).hexdigest()
 
 
 class LaunchReplay:

@@ -140,6 +140,18 @@ def test_a_sidecar_spec_or_other_options_are_part_of_the_key(package, tmp_path, 
     assert len(resolves.names) == 6
 
 
+def test_a_fifo_where_the_sidecar_would_be_is_never_waited_on(package, tmp_path):
+    import os
+    import threading
+
+    os.mkfifo(package / "ops.kernelrules.yaml")
+    done: list[str] = []
+    runner = threading.Thread(target=lambda: done.append(lint(tmp_path)), daemon=True)
+    runner.start()
+    runner.join(timeout=120)
+    assert done and '"copy_kernel"' in done[0]
+
+
 def test_a_warm_compiled_lint_starts_no_compile_worker(package, tmp_path, monkeypatch):
     (package / "desc.py").unlink()
     cold = lint(tmp_path, stage="compiled")
