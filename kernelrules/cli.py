@@ -516,16 +516,28 @@ _register_pin(app)
 name_every_command(app)
 
 
-#: The command line's first-generation threshold of Python's cyclic garbage collector (Python's default: 700).
+#: The command line's thresholds of Python's cyclic garbage collector (Python's default: 700, 10, 10).
 #: A lint builds large acyclic data (the syntax tree of a 1 MB file is 400,000 objects, then its kernels and
 #: judgements), and every collection of the older generations walks all of it: at 700 allocations a collection,
-#: collecting took a third to a half of the CPU time of a lint of a 1 MB file (benchmarks/bench_big_file.py).
-GC_THRESHOLD = 10_000
+#: collecting took a third to a half of the CPU time of a lint of a 1 MB file (benchmarks/bench_big_file.py);
+#: at (10,000, 10, 10), discovering sglang's 880 Triton modules took 7 s of CPU against 4 s at these
+#: (measured back to back, docs/corpus-results.md "Speed"). Young cycles are still collected.
+GC_THRESHOLDS = (100_000, 50, 100)
 
 
 def main() -> None:
     """Entry point: run the app, turning user errors into one line and exit code 2."""
-    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])  # this process only: the library leaves it alone
+    gc.set_threshold(*GC_THRESHOLDS)  # this process only: the library leaves it alone
+    try:
+        _run_app()
+    finally:
+        # Nothing left is garbage worth a pass: without this, the interpreter's last full collection walks
+        # every syntax tree still cached (3 of a warm unsloth lint's 5 s of CPU). Exit frees the memory.
+        gc.freeze()
+
+
+def _run_app() -> None:
+    """Run the app, turning user errors into one line and exit code 2."""
     try:
         app()
     except KernelrulesError as exc:

@@ -112,6 +112,12 @@ class CompilePool:
     ``max_workers``. Use as a context manager, or call :meth:`close` (at interpreter
     exit the workers are stopped anyway).
 
+    ``remember_timeouts``: a job that ran past its time limit is answered with that timeout
+    when the same job (same cache key and limit) comes again to this pool, instead of
+    spending the limit once more. Timeouts depend on the load, so they are never written to
+    the disk cache; a pool that lives for one lint run remembers them for that run only
+    (a guess search's probe of a kernel's first config, then the judging of that config).
+
     A pool belongs to the process that created it: in a child made with ``fork`` it
     starts no job and stops no worker (the workers are the parent's); see
     :meth:`owned`.
@@ -125,6 +131,7 @@ class CompilePool:
         cache: object | None = None,
         triton_cache_dir: str | None = None,
         progress: ProgressHook | None = None,
+        remember_timeouts: bool = False,
     ) -> None:
         self.max_workers = max(1, max_workers or os.cpu_count() or 1)
         self.timeout = timeout
@@ -138,6 +145,8 @@ class CompilePool:
         self._start_error = ""
         self._keys: dict[int, str | None] = {}
         self._owner = os.getpid()
+        #: (cache key, time limit) -> the timeout a job of this pool met, when ``remember_timeouts`` is set.
+        self._timed_out: dict[tuple[str, float], CompileResult] | None = {} if remember_timeouts else None
         self._triton_key = ParentTritonKey()
         self._finalizer = weakref.finalize(self, _stop_workers, self._workers, self._owner)
 
@@ -242,6 +251,7 @@ class CompilePool:
                 self._fill_workers(queue, shared_dir)
                 for job, result, key in self._wait():
                     self._store(cache, key, result)
+                    self._remember_timeout(job, key, result)
                     done += 1
                     self._report(hook, done, total, job, result)
                     yield job, result
@@ -280,7 +290,18 @@ class CompilePool:
         except Exception:  # noqa: BLE001 - let the worker compile and classify it, uncached
             return None, None
         key = cache.key(job, handle.source_hash, spec)  # type: ignore[attr-defined]
+        if self._timed_out is not None and (key, self._limit(job)) in self._timed_out:
+            return self._timed_out[(key, self._limit(job))], key
         return cache.get(key), key  # type: ignore[attr-defined]
+
+    def _limit(self, job: CompileJob) -> float:
+        """The time limit ``job`` runs under."""
+        return job.timeout if job.timeout is not None else self.timeout
+
+    def _remember_timeout(self, job: CompileJob, key: str | None, result: CompileResult) -> None:
+        """Keep a timed-out job's result for the rest of this pool's life (``remember_timeouts``)."""
+        if self._timed_out is not None and key is not None and result.error_kind == "timeout":
+            self._timed_out[(key, self._limit(job))] = result
 
     @staticmethod
     def _store(cache: object | None, key: str | None, result: CompileResult) -> None:
@@ -313,7 +334,7 @@ class CompilePool:
         message = frame((self._next_id, job, shared_dir, job_views(job), self._triton_key.value))  # before the clock starts
         worker.job_id, worker.job = self._next_id, job
         self._keys[self._next_id] = key
-        limit = job.timeout if job.timeout is not None else self.timeout
+        limit = self._limit(job)
         worker.dispatched = time.monotonic()
         worker.process.arm(limit, now=worker.dispatched)
         try:
@@ -387,13 +408,13 @@ class CompilePool:
         for worker in list(self._workers):
             if worker.job is not None and worker.process.past_deadline(now):
                 job, elapsed = worker.job, now - worker.dispatched
-                self._keys.pop(worker.job_id, None)
+                key = self._keys.pop(worker.job_id, None)  # (the disk cache never stores a timeout)
                 self._retire(worker)
                 limit = worker.process.deadline - worker.dispatched
                 result = CompileResult.failure(
                     "timeout", f"compile took longer than {limit:g} s: {job.describe()}", compile_seconds=elapsed
                 )
-                finished.append((job, result, None))
+                finished.append((job, result, key))
             elif worker.process.startup_expired(now):
                 self._note_start_failure(worker)
                 self._retire(worker)

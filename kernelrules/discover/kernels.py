@@ -384,12 +384,15 @@ def _module_file(path: Path, module: str, level: int) -> Path | None:
         bases = [path.parent, *path.parent.parents]
         if not parts:
             return None
-    for base in bases:
-        target = base.joinpath(*parts) if parts else base
-        for candidate in (target.with_suffix(".py") if parts else None, target / "__init__.py"):
-            if candidate is not None and candidate.is_file() and candidate.resolve() != path.resolve():
-                return candidate
-        if level == 0 and parts and (base / parts[0]).is_dir():
+    own: str | None = None  # the importing file, resolved once it matters
+    for base in bases:  # (os.path on strings: a large package makes thousands of these probes)
+        target = os.path.join(base, *parts)
+        for candidate in ([target + ".py"] if parts else []) + [os.path.join(target, "__init__.py")]:
+            if os.path.isfile(candidate):
+                own = own or os.path.realpath(path)
+                if os.path.realpath(candidate) != own:
+                    return Path(candidate)
+        if level == 0 and parts and os.path.isdir(os.path.join(base, parts[0])):
             return None  # the package root: no other ancestor can hold it
     return None
 
@@ -415,7 +418,7 @@ def _import_sources(path: Path, tree: ast.Module) -> dict[str, tuple[Path, str]]
     return sources
 
 
-_MODULE_CACHE: dict[tuple, "ParsedModule | Problem"] = {}
+_MODULE_CACHE: dict[tuple, "ParsedModule | Problem | _Resolvable"] = {}
 _MODULE_CACHE_SIZE = 2048
 
 
@@ -440,9 +443,25 @@ def cached_module(path: str | Path, *, needs: str | None = None) -> "ParsedModul
             _MODULE_CACHE.clear()
         _MODULE_CACHE[key] = parsed
     found = _MODULE_CACHE[key]
+    if isinstance(found, _Resolvable):
+        found = _MODULE_CACHE[key] = found.resolved()
     if needs is not None and isinstance(found, ParsedModule) and needs not in found.source:
         return None
     return found
+
+
+@dataclass(frozen=True)
+class _Resolvable:
+    """A module discovery parsed under the path as given, filed under its resolved path: its imports are
+    looked up again from the resolved path only when a reader asks for it (on a warm lint, none does, and
+    the lookups were a fifth of discovering a large package)."""
+
+    module: "ParsedModule"
+    path: Path
+
+    def resolved(self) -> "ParsedModule":
+        return dataclasses.replace(self.module, path=self.path,
+                                   import_sources=_import_sources(self.path, self.module.tree))
 
 
 def _remember(module: ParsedModule) -> None:
@@ -458,8 +477,7 @@ def _remember(module: ParsedModule) -> None:
         return  # known already, or not the text read (a file changed since, or decoded from another encoding)
     if len(_MODULE_CACHE) >= _MODULE_CACHE_SIZE:
         _MODULE_CACHE.clear()
-    _MODULE_CACHE[key] = module if path == module.path else dataclasses.replace(
-        module, path=path, import_sources=_import_sources(path, module.tree))
+    _MODULE_CACHE[key] = module if path == module.path else _Resolvable(module, path)
 
 
 def _cached_module(path: Path) -> "ParsedModule | None":

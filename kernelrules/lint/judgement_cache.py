@@ -41,7 +41,7 @@ def code_files() -> list[Path]:
     return sorted({path for root in roots for path in root.rglob("*.py")})
 
 
-def _code_fingerprint() -> str:
+def code_fingerprint() -> str:
     """A hash of kernelrules' own source files, so an edited (editable) install never replays
     judgements an older version of the code made under the same version number."""
     if not _CODE:
@@ -56,7 +56,7 @@ def _code_fingerprint() -> str:
     return _CODE[0]
 
 
-def _rules_fingerprint(engine: Any) -> str:
+def rules_fingerprint(engine: Any) -> str:
     """A hash of every rule's behaviour: code, severity, stage, condition, message, repairs."""
     parts = [(r.code, r.severity, r.stage, r.applies_to, r.condition.source, r.message.text,
               [(p.description, p.when.source if p.when else None, [(k, c.source) for k, c in p.set], p.remove)
@@ -79,12 +79,12 @@ def judgement_key(kernel: Any, signature: dict[str, Any], sites: Sequence[tuple]
     except Exception:  # noqa: BLE001 - then simply do not cache
         return None
     payload = {
-        "format": FORMAT, "kernelrules": __version__, "code": _code_fingerprint(),
+        "format": FORMAT, "kernelrules": __version__, "code": code_fingerprint(),
         "triton": triton_version(import_if_unlisted=False),
         "source": source,
         "path": str(Path(kernel.path).resolve()), "kernel": kernel.name, "signature": signature,
         "configs": [[config.to_dict(), line, col] for config, line, col in sites], "fixed": sorted(fixed),
-        "archs": [(a.name, a.sku) for a in archs], "stage": stage, "rules": _rules_fingerprint(engine),
+        "archs": [(a.name, a.sku) for a in archs], "stage": stage, "rules": rules_fingerprint(engine),
         "timeout": timeout,  # a compile that timed out under one limit may finish under another
         "allow_code": allow_code,  # with --import, kernels refused for running user code are built
     }
@@ -118,9 +118,10 @@ class JudgementCache:
         """Store what :meth:`get` returns."""
         self.store.put_json(key, {"records": records, "findings": [asdict(f) for f in findings]})
 
-    def get_outcome(self, key: str) -> dict[str, Any] | None:
-        """A whole kernel's outcome (status, message, provenance, records, findings), or None."""
-        data = self.store.get_json(key, prefix=OUTCOME)
+    def get_outcome(self, key: str, prefix: str = OUTCOME) -> dict[str, Any] | None:
+        """A whole kernel's outcome (status, message, provenance, records, findings), or None. ``prefix``
+        names the kind of key (:data:`OUTCOME`: the resolved launch's; ``launch-``: the inputs' before it)."""
+        data = self.store.get_json(key, prefix=prefix)
         if data is None:
             return None
         findings = _findings(data.get("findings"))
@@ -131,10 +132,10 @@ class JudgementCache:
         return {**data, "findings": findings}
 
     def put_outcome(self, key: str, status: str, message: str | None, provenance: dict[str, str],
-                    records: list[dict], findings: list[Finding]) -> None:
+                    records: list[dict], findings: list[Finding], prefix: str = OUTCOME) -> None:
         """Store what :meth:`get_outcome` returns."""
         self.store.put_json(key, {"status": status, "message": message, "signature_provenance": provenance,
-                                  "records": records, "findings": [asdict(f) for f in findings]}, prefix=OUTCOME)
+                                  "records": records, "findings": [asdict(f) for f in findings]}, prefix=prefix)
 
 
 def _dicts(value: Any) -> bool:

@@ -35,6 +35,7 @@ from ..errors import KernelrulesError
 from .findings import KernelReport, LintReport
 from ..specify.guess_search import guessed_fp16_pointers, pointer_variants
 from .judgement_cache import JudgementCache, judgement_key
+from .launch_replay import LaunchReplay
 from ..judge.pipeline import ConfigJudge
 from ..compile.target import KernelTarget
 from ..specify.kernelspec import ResolvedKernel, kernel_function, resolve, uses_dot
@@ -101,6 +102,7 @@ class Linter:
         self.archs = [load_arch(a) for a in options.archs]
         self.cache = ResultCache(options.cache_dir) if options.cache_dir else ResultCache()
         self.place = FindingPlacer()
+        self.replay: LaunchReplay | None = None
 
     def run(self, paths: Sequence[str | Path]) -> LintReport:
         """Lint files and directories into the final report: the selected findings, suppression
@@ -110,11 +112,13 @@ class Linter:
         from ..compile.pool import CompilePool
 
         found = discover(paths)
+        self.replay = LaunchReplay(self.cache.directory, self.options, self.archs, self.engine)
         report = LintReport(kernels=[], findings=[], unused_suppressions=[], problems=[])
         # --import: the cross-compile may run the user's code; the targets' platform facts (NVIDIA: torch.version.hip
         # is None) decide module-level values for the walk over the package and the compile workers alike.
         with allowing_user_code(self.options.import_modules), targeting(a.backend for a in self.archs):
-            self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache)
+            self.pool = CompilePool(max_workers=self.options.jobs, timeout=self.options.timeout, cache=self.cache,
+                                    remember_timeouts=True)
             try:
                 self._run_kernels(found, report)
             finally:
@@ -150,11 +154,24 @@ class Linter:
             self.progress(f"{self._current}: {label}", done, total)
 
     def _lint_kernel(self, kernel: Any, report: LintReport) -> None:
-        """Specify the kernel's launch (:func:`kernelrules.specify.kernelspec.resolve`), then judge it or say why not."""
+        """Replay the kernel's outcome when none of its inputs changed (:mod:`kernelrules.lint.launch_replay`),
+        else resolve and judge it, and store the outcome for the next run."""
         self._unjudged = []
         kernel_report = self._kernel_report(kernel, report)
+        start = len(report.findings)
+        # (With --import the configs come from running the module: not an input a file digest covers.)
+        key = self.replay.key(kernel) if self.replay and not self.options.import_modules else None
+        if key and self.replay.replay(key, kernel, kernel_report, report, self.place):
+            return
         self._side_effects(kernel, report)
         sites = self._imported_sites(kernel, kernel_report, report)
+        self._resolve_and_judge(kernel, sites, kernel_report, report)
+        if key and not self._unjudged:
+            self.replay.store(key, kernel_report, report.findings[start:])
+
+    def _resolve_and_judge(self, kernel: Any, sites: list | None, kernel_report: KernelReport,
+                           report: LintReport) -> None:
+        """Specify the kernel's launch (:func:`kernelrules.specify.kernelspec.resolve`), then judge it or say why not."""
         try:
             resolved = resolve(kernel, spec=self.options.spec, trace=self.options.trace, sites=sites)
         except KernelrulesError as exc:
@@ -310,7 +327,10 @@ class Linter:
         """The compile result of one config on the first architecture (through the shared, cached pool)."""
         target = KernelTarget.for_signature(kernel.path, kernel.name, spec, fixed, src=self.options.src)
         job = target.job(config, self.archs[0], self.options.timeout)
-        for _job, result in self.pool.run([job]):
+        label = f"checking guessed values {self.archs[0].name}"
+        self._compile_progress(label, 0, 1)  # named before it starts: a probe may take the whole time limit
+        for _job, result in self.pool.run([job], progress=lambda done, total, *_: self._compile_progress(label, done,
+                                                                                                         total)):
             return result
         return None
 

@@ -113,3 +113,30 @@ def test_malformed_arch_file_names_file_and_line(run_cli, tmp_path):
     result = run_cli("arch", "show", "ada", "--arch-file", str(bad))
     assert result.returncode == 2
     assert "mine.yaml:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_command_line_collects_rarely_and_skips_the_last_full_collection(monkeypatch):
+    """``main`` raises the collector's thresholds for its own process, and freezes what is left when the
+    command ends (even by ``sys.exit``), so the interpreter's last collection does not walk the cached trees."""
+    import gc
+
+    import pytest as _pytest
+
+    from kernelrules import cli
+
+    seen: dict[str, object] = {}
+
+    def fake_app() -> None:
+        seen["thresholds"] = gc.get_threshold()
+        raise SystemExit(1)
+
+    monkeypatch.setattr(cli, "app", fake_app)
+    monkeypatch.setattr(gc, "freeze", lambda: seen.setdefault("frozen", seen.get("thresholds")))
+    before = gc.get_threshold()
+    try:
+        with _pytest.raises(SystemExit):
+            cli.main()
+    finally:
+        gc.set_threshold(*before)
+    assert seen["thresholds"] == cli.GC_THRESHOLDS == (100_000, 50, 100)
+    assert seen["frozen"] == cli.GC_THRESHOLDS  # frozen after the command ran

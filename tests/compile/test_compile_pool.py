@@ -249,6 +249,32 @@ def test_pool_timeout_kills_the_whole_group_and_recovers(pool):
     assert again.ok, again.details
 
 
+def test_a_pool_that_remembers_timeouts_does_not_spend_the_limit_twice(tmp_path):
+    """A lint's pool answers a job that already timed out in this run with that timeout (the guess search's
+    probe of a first config, then the judging of it); the disk cache still never stores a timeout, and
+    another limit is another job."""
+    from kernelrules.compile.cache import ResultCache
+
+    cache = ResultCache(tmp_path / "cache")
+    slow = matmul_job(256, 256, 64, warps=4, stages=3, arch=90, timeout=0.5)
+    with CompilePool(max_workers=1, timeout=30, cache=cache, remember_timeouts=True) as pool:
+        [(_, first)] = list(pool.run([slow]))
+        assert first.error_kind == "timeout"
+        spawned = []
+        real_spawn = pool._spawn
+        pool._spawn = lambda: spawned.append(1) or real_spawn()  # the timeout retired the worker
+        started = time.monotonic()
+        [(_, again)] = list(pool.run([slow]))
+        assert again is first and spawned == [] and time.monotonic() - started < 0.5
+        [(_, longer)] = list(pool.run([matmul_job(256, 256, 64, warps=4, stages=3, arch=90, timeout=0.6)]))
+        assert longer is not first and spawned == [1]
+    stored = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert stored == [] or (longer.ok and len(stored) == 1)  # no timeout on disk
+    with CompilePool(max_workers=1, timeout=30, cache=cache) as plain:  # not remembered across pools
+        [(_, fresh)] = list(plain.run([slow]))
+        assert fresh.error_kind == "timeout" and fresh is not first
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @needs_constexpr_function
 def test_pool_timeout_kills_children_of_the_compile(pool, tricks_file, tmp_path):

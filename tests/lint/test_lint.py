@@ -162,8 +162,10 @@ def test_warm_lint_reuses_judgements_and_ignores_corrupt_entries(run_cli, tmp_pa
     copy_example(tmp_path, "softmax.py")
     args = ("lint", "softmax.py", "--arch", "ada", "--stage", "config", "--format", "json", "--cache-dir", "cache")
     cold = run_cli(*args)
-    entries = sorted((tmp_path / "cache" / "lint").rglob("*.json"), key=lambda p: p.name.startswith("outcome-"))
-    assert len(entries) == 2 and entries[1].name.startswith("outcome-")  # the judgement and the kernel's outcome
+    entries = list((tmp_path / "cache" / "lint").rglob("*.json"))
+    # The judgement, the kernel's outcome under its resolved launch, and under its inputs (lint/launch_replay.py).
+    kinds = sorted(e.name.split("-")[0] if "-" in e.name else "judgement" for e in entries)
+    assert kinds == ["judgement", "launch", "outcome"]
     warm = run_cli(*args)
     assert warm.stdout == cold.stdout and warm.returncode == cold.returncode == 1
     for entry in entries:
@@ -403,6 +405,28 @@ def test_progress_names_the_kernel_compiling(tmp_path, monkeypatch):
     assert counts[0] == (0, 1) and counts[-1] == (1, 1)
     compiling = [label for label, _, _ in calls if label != KERNELS_LABEL]
     assert compiling and all(label.startswith("softmax.py:softmax_kernel: ") for label in compiling)
+
+
+def test_progress_names_the_kernel_whose_guesses_are_probed(tmp_path, monkeypatch):
+    """The probe compile of guessed values is named before it starts (it may take the whole time limit)."""
+    from kernelrules.lint.linter import LintOptions, Linter
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "guess.py").write_text(textwrap.dedent("""\
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+        """))
+    calls = []
+    options = LintOptions(archs=("hopper",), cache_dir=str(tmp_path / "cache"), jobs=1)
+    Linter(options, progress=lambda label, done, total: calls.append((label, done, total))).run(["guess.py"])
+    probe = "guess.py:copy_kernel: checking guessed values sm_90"
+    assert calls.index((probe, 0, 1)) < calls.index((probe, 1, 1))
+    assert calls.index((probe, 1, 1)) < calls.index(("guess.py:copy_kernel: compiling sm_90", 1, 1))
 
 
 def test_the_api_reports_what_the_command_prints(run_cli, tmp_path, monkeypatch):
