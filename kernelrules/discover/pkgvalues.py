@@ -193,10 +193,6 @@ class Flag:
     #: True when the module wraps it (``IS_X = tl.constexpr(...)``), as a kernel body needs to read it.
     constexpr: bool = False
 
-    def bound(self) -> Any:
-        """The object to bind: ``tl.constexpr(value)`` where the module makes one, else the bool."""
-        return _constexpr()(self.value) if self.constexpr and _constexpr() is not MISSING else self.value
-
 
 def flag_value(path: Path, name: str, roots: Sequence[Path], reader: Reader) -> Flag | None:
     """The :class:`Flag` for global ``name`` of ``path`` computed at import time, when its name says it is
