@@ -44,10 +44,14 @@ class CompileAhead:
         self._rejected: set[int] = set()
         self._configs: list = []  # the list handed back, so the ids above stay theirs
         self._thread: threading.Thread | None = None
+        #: Configs of the last list in Triton's cache: compiled before, or by these compiles so far.
+        self.compiled = 0
 
-    def start(self, kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arch: Any, cache_dir: str) -> list:
+    def start(self, kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arch: Any, cache_dir: str, *,
+              background: bool = True) -> list:
         """Start compiling those of ``configs`` not compiled yet into ``cache_dir`` for the launch
-        ``args`` on ``arch``; return ``configs`` with the ones compiled already first."""
+        ``args`` on ``arch``; return ``configs`` with the ones compiled already first.
+        ``background=False`` compiles them before returning, and an error of the pool is raised."""
         self.join()
         kernel = kernel_object(kernel)
         target_arch = resolve_arch(arch)
@@ -60,8 +64,11 @@ class CompileAhead:
         self._configs = [configs[i] for i, done in enumerate(compiled) if done] + [configs[i] for i in waiting]
         self._done = {id(configs[i]): threading.Event() for i in waiting}
         self._rejected = set()
-        if waiting:
-            work = [(configs[i], prepared[i], jobs[i]) for i in waiting]
+        self.compiled = len(configs) - len(waiting)
+        work = [(configs[i], prepared[i], jobs[i]) for i in waiting]
+        if work and not background:
+            self._compile(judge, work, cache_dir, strict=True)
+        elif work:
             self._thread = threading.Thread(target=self._compile, args=(judge, work, cache_dir),
                                             name="kernelrules-compile-ahead", daemon=True)
             self._thread.start()
@@ -80,8 +87,9 @@ class CompileAhead:
             self._thread.join()
             self._thread = None
 
-    def _compile(self, judge: KernelJudge, work: list, cache_dir: str) -> None:
-        """The thread: compile each waiting config, check the unchecked repairs, and signal each one."""
+    def _compile(self, judge: KernelJudge, work: list, cache_dir: str, strict: bool = False) -> None:
+        """Compile each waiting config, check the unchecked repairs, and signal each one (the thread's
+        work; ``strict`` raises what goes wrong instead of warning)."""
         by_job: dict[int, list[tuple[Any, Any]]] = {}
         for config, prepared, job in work:
             by_job.setdefault(id(job), []).append((config, prepared))
@@ -89,6 +97,7 @@ class CompileAhead:
             with self._pool(len(work)) as pool:
                 for job, result in pool.run([job for _, _, job in work], cache=None, triton_cache_dir=cache_dir):
                     unchecked = self.context is not None and self.context.repair_unchecked(job)
+                    self.compiled += result.ok * len(by_job.get(id(job), ()))
                     for config, prepared in by_job.get(id(job), ()):
                         if unchecked and not judge.passes_compiled(prepared, result):
                             self._rejected.add(id(config))
@@ -98,6 +107,8 @@ class CompileAhead:
                                      result.error_kind)
                         self._done[id(config)].set()
         except Exception as exc:  # never break the user's autotuning: Triton compiles what is left
+            if strict:
+                raise
             warnings.warn(f"kernelrules: compiling ahead stopped ({type(exc).__name__}: {exc})", stacklevel=1)
         finally:
             for event in self._done.values():

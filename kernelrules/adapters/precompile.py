@@ -16,12 +16,11 @@ while the autotuner times the configs compiled already
 
 from __future__ import annotations
 
-import contextlib
 import os
 import warnings
 from typing import Any, Mapping, Sequence
 
-from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
+from .kernel_prune import log, resolve_arch
 
 
 def triton_cache_dir() -> str:
@@ -60,28 +59,11 @@ def precompile(kernel: Any, configs: Sequence[Any], args: Mapping[str, Any], arc
     already are not compiled again); without it a pool of up to ``jobs`` workers is
     started and stopped for the call.
     """
-    from ..compile.pool import CompilePool
+    from .compile_ahead import CompileAhead
 
-    kernel = kernel_object(kernel)
-    fn, target_arch = jit_function(kernel), resolve_arch(arch)
-    signature, constexprs = launch_signature(fn, args)
-    with contextlib.ExitStack() as stack:
-        if context is not None:
-            pool = stack.enter_context(context.pool())
-        else:
-            workers = min(len(configs), jobs or os.cpu_count() or 1)
-            pool = stack.enter_context(CompilePool(max_workers=workers, timeout=timeout, cache=None))
-        judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args, pool=pool)  # prepare()
-        compile_jobs = [judge.target.job(judge.prepare(c), target_arch, timeout) for c in configs]
-        compiled = 0
-        if context is not None:  # compiled into Triton's cache by a compile-first early prune already
-            done = [job for job in compile_jobs if context.was_compiled(job)]
-            compiled, compile_jobs = len(done), [job for job in compile_jobs if not context.was_compiled(job)]
-        for job, result in pool.run(compile_jobs, cache=None, triton_cache_dir=triton_cache_dir()):
-            compiled += result.ok
-            if not result.ok:
-                log.info("kernelrules: precompile of %s: %s (left to Triton)", job.describe(), result.error_kind)
-    return compiled
+    ahead = CompileAhead(context=context, jobs=jobs, timeout=timeout)
+    ahead.start(kernel, configs, args, arch, triton_cache_dir(), background=False)
+    return ahead.compiled
 
 
 def precompile_before_timing(tuner: Any, *, jobs: int | None = None, timeout: float = 30.0,
