@@ -496,8 +496,12 @@ def live_rows(ms: list[dict], live: dict) -> list[dict]:
                      and r.get("elapsed_s") is not None), default=None)
         sweep_best = key(m["best_config"]) if m.get("best_config") else None
         again = [r["ms"] for r in run["records"] if r.get("ms") and key(r.get("config") or {}) == sweep_best]
+        ratio = again[0] / m["best_ms"] if again else None
+        # The same band around the sweep's best config as this run timed it, where that was slower than in the
+        # sweep: the sweep ran on another machine and day, so its absolute time may be out of reach here.
+        in_run_s, _ = time_to_within(run["records"], m["best_ms"] * max(1.0, ratio or 1.0))
         rows.append({"problem": name, "seconds": seconds, "timed": timed, "budget_s": run.get("wall_s"),
-                     "sweep_best_again": again[0] / m["best_ms"] if again else None,
+                     "sweep_best_again": ratio, "seconds_in_run": in_run_s,
                      "first_timed_s": first, "commit": run.get("kernelrules_commit"), "date": run.get("date"),
                      "replay": (m.get("replay") or {}).get("kernelrules"), "proposals": funnel.get("trials"),
                      "duplicates": funnel.get("duplicates"), "configs_timed": funnel.get("timed")})
@@ -522,16 +526,20 @@ def _live_section(w, ms: list[dict], live: dict) -> None:
       "sweep time (the two runs were on different machines and days: above 1.02 the 2% band could not be reached "
       "with that config).")
     w("")
+    w("*Within 2% of it as timed here*: the same band around the sweep's best config's time in this run, where the "
+      "run timed it slower than the sweep did (else the sweep's time).")
+    w("")
     w("| problem | first config timed | within 2% after | configs timed by then | replay | configs timed in the run "
-      "| proposals (duplicates) | sweep's best, timed again |")
-    w("|---|---|---|---|---|---|---|---|")
+      "| proposals (duplicates) | sweep's best, timed again | within 2% of it as timed here |")
+    w("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         seconds = "not reached" if r["seconds"] is None else f"{r['seconds']:.1f} s"
         replay = "not reached" if r["replay"] is None else f"{r['replay']:.1f} s"
         first = "–" if r["first_timed_s"] is None else f"{r['first_timed_s']:.1f} s"
         again = "–" if r["sweep_best_again"] is None else f"{r['sweep_best_again']:.2f}×"
+        in_run = "not reached" if r["seconds_in_run"] is None else f"{r['seconds_in_run']:.1f} s"
         w(f"| {r['problem']} | {first} | {seconds} | {r['timed']} | {replay} | {r['configs_timed']} | "
-          f"{r['proposals']} ({r['duplicates']}) | {again} |")
+          f"{r['proposals']} ({r['duplicates']}) | {again} | {in_run} |")
     w("")
     for line in live_summary(rows):
         w(f"- {line}")
@@ -540,12 +548,8 @@ def _live_section(w, ms: list[dict], live: dict) -> None:
 
 def live_summary(rows: list[dict]) -> list[str]:
     """The live runs against the targets: reached, geometric mean and worst time to 2%, duplicates."""
-    reached = [r["seconds"] for r in rows if r["seconds"] is not None]
-    lines = [f"Within 2% of the sweep's best in {len(reached)} of {len(rows)} runs"]
-    if reached:
-        geo = math.exp(sum(math.log(max(s, 1e-3)) for s in reached) / len(reached))
-        lines[0] += f"; geometric mean {geo:.1f} s and slowest {max(reached):.1f} s over the runs that reached it"
-    lines[0] += "."
+    lines = [_reached_line(rows, "seconds", "Within 2% of the sweep's best"),
+             _reached_line(rows, "seconds_in_run", "Within 2% of the sweep's best config as this run timed it")]
     firsts = [r["first_timed_s"] for r in rows if r["first_timed_s"] is not None]
     if firsts:
         lines.append(f"The first config was timed {statistics.median(firsts):.1f} s after the start (median; "
@@ -554,6 +558,16 @@ def live_summary(rows: list[dict]) -> list[str]:
     duplicates = sum(r["duplicates"] or 0 for r in rows)
     lines.append(f"{duplicates} duplicate proposals in {proposals} proposals.")
     return lines
+
+
+def _reached_line(rows: list[dict], field: str, label: str) -> str:
+    """How many runs reached a band, and the geometric mean and slowest time over those that did."""
+    reached = [r[field] for r in rows if r.get(field) is not None]
+    line = f"{label} in {len(reached)} of {len(rows)} runs"
+    if reached:
+        geo = math.exp(sum(math.log(max(s, 1e-3)) for s in reached) / len(reached))
+        line += f"; geometric mean {geo:.1f} s and slowest {max(reached):.1f} s over the runs that reached it"
+    return line + "."
 
 
 def _gaps(w, ms: list[dict], live: dict | None = None) -> None:
@@ -588,10 +602,11 @@ def _gaps(w, ms: list[dict], live: dict | None = None) -> None:
     if dup:
         w("- **Duplicate proposals in the recorded live `tune` runs**: " + ", ".join(
             f"{r['problem']} ({r['duplicates']} of {r['proposals']} proposals repeated a config)" for r in dup) + ".")
-    late = [r for r in live_rows(ms, live or {}) if r["seconds"] is None or r["seconds"] > 15]
+    late = [r for r in live_rows(ms, live or {}) if r["seconds_in_run"] is None or r["seconds_in_run"] > 15]
     if late:
-        w("- **Live `tune` runs later than 15 s to the 2% band** (the issue's target for the geometric mean): " + ", ".join(
-            f"{r['problem']} ({'not reached' if r['seconds'] is None else format(r['seconds'], '.1f') + ' s'})"
+        w("- **Live `tune` runs later than 15 s to the 2% band around the sweep's best config as the run timed it** "
+          "(the issue's target for the geometric mean): " + ", ".join(
+            f"{r['problem']} ({'not reached' if r['seconds_in_run'] is None else format(r['seconds_in_run'], '.1f') + ' s'})"
             for r in late) + ".")
     slower = [m for m in ms if m.get("speedup_vs_baseline") is not None and m["speedup_vs_baseline"] < 1]
     if slower:
