@@ -72,6 +72,18 @@ def default_cache_dir() -> Path:
     return Path(base) / "kernelrules"
 
 
+def canonical_options(job: CompileJob) -> dict[str, Any]:
+    """The job's launch options without those equal to the backend's defaults (``num_stages=3`` on
+    NVIDIA): Triton compiles a given default and an absent option alike, so a config that names
+    ``num_stages=3`` and one that leaves it out share one compile (a resource-model probe and a
+    kernel's own default config, typically)."""
+    from ..config import LAUNCH_DEFAULTS
+
+    defaults = LAUNCH_DEFAULTS["amd" if job.target and job.target[0] == "hip" else "nvidia"]
+    return {name: value for name, value in job.options.items()
+            if name not in defaults or value != defaults[name]}
+
+
 def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = None) -> str:
     """sha256 (hex) over everything the compile of ``job`` depends on.
 
@@ -90,7 +102,7 @@ def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = No
         "signature": json_safe(dict(job.signature)),
         "specialization": json_safe(spec_data),
         "constexprs": json_safe({**job.fixed, **job.constexprs}),
-        "options": json_safe(dict(job.options)),
+        "options": json_safe(canonical_options(job)),
         "target": json_safe(list(job.target)),
         "analyze": bool(getattr(job, "analyze", False)),  # entries with facts differ from bare ones
     }

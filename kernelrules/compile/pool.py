@@ -27,6 +27,9 @@ worker's stdin, ``(job_id, CompileResult)`` back on its stdout. The worker moves
 stdout/stderr aside at start so that nothing Triton, LLVM or ptxas prints can corrupt that
 channel; what a failing compile printed is returned in :attr:`CompileResult.log`.
 
+Callers that know which jobs they will ask for next can offer them (:meth:`CompilePool.compile_ahead`):
+those compile on workers no asked-for job needs (:mod:`kernelrules.compile.speculation`).
+
 Why over 400 lines: the pool's whole protocol (start, hand out, collect, restart) reads best in one
 place; the worker side is compile_worker.py and process supervision is workers.py.
 """
@@ -46,6 +49,7 @@ from typing import Callable, Iterable, Iterator
 
 from .compile_worker import HEADER, READY, frame, job_views, write_all
 from .compilejob import CompileJob, CompileResult
+from .speculation import Speculation
 from .triton_key import ParentTritonKey
 from .worker_env import worker_environment
 from .workers import SupervisedProcess, WorkerLog
@@ -58,6 +62,9 @@ STARTUP_TIMEOUT = 120.0
 
 #: Consecutive worker start failures after which the pool gives up on remaining jobs.
 MAX_START_FAILURES = 3
+
+#: Jobs a source of compiles ahead may offer, all answered from the cache, before one is queued.
+PULLS = 8
 
 #: ``run()``'s default for ``cache`` and ``triton_cache_dir``: the pool's own.
 _POOL_DEFAULT: object = object()
@@ -148,6 +155,9 @@ class CompilePool:
         #: (cache key, time limit) -> the timeout a job of this pool met, when ``remember_timeouts`` is set.
         self._timed_out: dict[tuple[str, float], CompileResult] | None = {} if remember_timeouts else None
         self._triton_key = ParentTritonKey()
+        #: Jobs compiled ahead (:meth:`compile_ahead`): at most one worker fewer than the pool has, and at least one.
+        self._ahead = Speculation(limit=max(1, self.max_workers - 1))
+        self._ahead_source: Callable[[], CompileJob | None] | None = None
         self._finalizer = weakref.finalize(self, _stop_workers, self._workers, self._owner)
 
     # ----------------------------------------------------------------- lifecycle
@@ -160,6 +170,8 @@ class CompilePool:
 
     def close(self) -> None:
         """Stop all workers (killing any compile still running); in a forked child, only let go of them."""
+        self._ahead.clear()
+        self._ahead_source = None
         if not self.owned():
             self._forget_workers()
             return
@@ -220,6 +232,44 @@ class CompilePool:
 
     # ----------------------------------------------------------------- running
 
+    def compile_ahead(self, source: Callable[[], CompileJob | None] | None) -> None:
+        """Compile jobs ahead, into the pool's cache, on workers no asked-for job needs
+        (:mod:`kernelrules.compile.speculation`): whenever a worker would be idle, ``source()``
+        is asked for the next job (None: none now). A later :meth:`run` of the same job finds the
+        result there, or waits for the compile still running. Jobs already in the cache are
+        skipped; a pool without a cache compiles nothing ahead. ``None`` stops asking. Between
+        runs, this call also files finished compiles and starts the next."""
+        if not self.owned() or self.cache is None:
+            return
+        self._ahead_source = source
+        self._collect_ahead()
+        self._fill_workers([], self.triton_cache_dir)
+
+    def _pull_ahead(self) -> None:
+        """Queue one more job to compile ahead when a worker could take it and none is queued."""
+        if self._ahead_source is None or self._ahead.queued:
+            return
+        if len(self._workers) >= self.max_workers and not any(w.process.ready and w.job is None
+                                                               for w in self._workers):
+            return
+        for _ in range(PULLS):
+            job = self._ahead_source()
+            if job is None:
+                return
+            answered, key = self._answer_early(job, self.cache)
+            if answered is None and key is not None and key not in self._keys.values():  # not compiling now
+                self._ahead.add(job, key)
+                return
+
+    def _collect_ahead(self) -> None:
+        """Between runs, file the answers of compiles ahead that are over, without waiting, so their
+        workers are free again (between runs every job on a worker was started ahead)."""
+        finished = [item for selector_key, _ in self._selector.select(timeout=0)
+                    for item in self._read(selector_key.data)] + self._expire()
+        for job, result, _key in finished:
+            if self._ahead.owns(job):
+                self._finish_ahead(job, result, {}, [])
+
     def run(self, jobs: Iterable[CompileJob], progress: ProgressHook | None = None, *,
             cache: object | None = _POOL_DEFAULT,
             triton_cache_dir: str | None = _POOL_DEFAULT) -> Iterator[tuple[CompileJob, CompileResult]]:  # type: ignore[assignment]
@@ -238,20 +288,34 @@ class CompilePool:
         pending = list(jobs)
         total, done = len(pending), 0
         queue: list[tuple[CompileJob, str | None]] = []
+        awaiting: dict[str, list[CompileJob]] = {}  # cache key -> asked-for jobs a compile ahead will answer
         for job in pending:
             answered, key = self._answer_early(job, cache)
             if answered is not None:
                 done += 1
                 self._report(hook, done, total, job, answered)
                 yield job, answered
+            elif key is not None and cache is self.cache and self._ahead.is_running(key):
+                awaiting.setdefault(key, []).append(job)
+                self._ahead.claim(key)
             else:
+                if key is not None:
+                    self._ahead.withdraw(key)
                 queue.append((job, key))
         try:
-            while queue or any(w.job is not None for w in self._workers):
+            while queue or awaiting or self._asked_busy():
                 self._fill_workers(queue, shared_dir)
+                # Every answer of the batch is filed before the first is yielded: a caller may stop iterating
+                # at any yield, and an answer to a compile ahead must never be lost (a later run waits for it).
+                answered: list[tuple[CompileJob, CompileResult]] = []
                 for job, result, key in self._wait():
+                    if self._ahead.owns(job):
+                        answered += [(asked, result) for asked in self._finish_ahead(job, result, awaiting, queue)]
+                        continue
                     self._store(cache, key, result)
                     self._remember_timeout(job, key, result)
+                    answered.append((job, result))
+                for job, result in answered:
                     done += 1
                     self._report(hook, done, total, job, result)
                     yield job, result
@@ -266,8 +330,25 @@ class CompilePool:
                     queue.clear()
         finally:
             for worker in list(self._workers):
-                if worker.job is not None:  # abandoned mid-run: its answer would be stale
+                if worker.job is not None and not self._ahead.owns(worker.job):  # abandoned mid-run: stale
                     self._retire(worker)
+
+    def _asked_busy(self) -> bool:
+        """Whether a worker compiles a job that was asked for (not one compiled ahead)."""
+        return any(w.job is not None and not self._ahead.owns(w.job) for w in self._workers)
+
+    def _finish_ahead(self, job: CompileJob, result: CompileResult, awaiting: dict[str, list[CompileJob]],
+                      queue: list[tuple[CompileJob, str | None]]) -> list[CompileJob]:
+        """File the result of a job compiled ahead in the pool's cache; return the asked-for jobs it answers.
+        When its worker died, those jobs are queued to compile again instead."""
+        key = self._ahead.finish(job)
+        self._store(self.cache, key, result)
+        self._remember_timeout(job, key, result)
+        asked = awaiting.pop(key, [])
+        if result.error_kind == "internal":
+            queue.extend((a, key) for a in asked)
+            return []
+        return asked
 
     def _answer_early(self, job: CompileJob, cache: object | None) -> tuple[CompileResult | None, str | None]:
         """A cached result, or a spec error found while computing the cache key."""
@@ -317,12 +398,20 @@ class CompilePool:
 
     def _fill_workers(self, queue: list[tuple[CompileJob, str | None]], shared_dir: str | None) -> None:
         """Start workers up to the limit (no more than there are jobs) and give each ready, idle one a job."""
-        while queue and len(self._workers) < self.max_workers and len(self._workers) < len(queue) + self._busy():
+        if not queue:
+            self._pull_ahead()
+        wanted = len(queue) + self._busy() + (1 if self._ahead.can_start() else 0)
+        while (queue or self._ahead.can_start()) and len(self._workers) < min(self.max_workers, wanted):
             self._spawn()
         for worker in self._workers:
-            if queue and worker.process.ready and worker.job is None:
+            if not worker.process.ready or worker.job is not None:
+                continue
+            if queue:
                 job, key = queue.pop(0)
                 self._dispatch(worker, job, key, shared_dir)
+            elif self._ahead.can_start():  # an idle worker nothing asked for: compile ahead
+                job, key = self._ahead.start_next()
+                self._dispatch(worker, job, key, self.triton_cache_dir)
 
     def _busy(self) -> int:
         """How many workers are compiling now."""

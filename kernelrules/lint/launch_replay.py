@@ -124,6 +124,10 @@ class LaunchReplay:
         report.findings.extend(cached["findings"])
         return True
 
+    def has(self, key: str) -> bool:
+        """Whether an outcome is stored under ``key`` (the kernel will be replayed, not judged)."""
+        return self.cache.get_outcome(key, prefix=LAUNCH) is not None
+
     def store(self, key: str, kernel_report: KernelReport, findings: list[Finding]) -> None:
         """File the kernel's outcome under ``key`` when it may be replayed: analyzed or needs-spec."""
         if kernel_report.status in ("analyzed", "needs-spec"):

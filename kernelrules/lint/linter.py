@@ -36,6 +36,7 @@ from .findings import KernelReport, LintReport
 from ..specify.guess_search import guessed_fp16_pointers, pointer_variants
 from .judgement_cache import JudgementCache, judgement_key
 from .launch_replay import LaunchReplay
+from .look_ahead import LookAhead
 from ..judge.pipeline import ConfigJudge
 from ..compile.target import KernelTarget
 from ..specify.kernelspec import ResolvedKernel, kernel_function, resolve, uses_dot
@@ -103,6 +104,7 @@ class Linter:
         self.cache = ResultCache(options.cache_dir) if options.cache_dir else ResultCache()
         self.place = FindingPlacer()
         self.replay: LaunchReplay | None = None
+        self.look_ahead = LookAhead(self)
 
     def run(self, paths: Sequence[str | Path]) -> LintReport:
         """Lint files and directories into the final report: the selected findings, suppression
@@ -144,7 +146,9 @@ class Linter:
             self._current = f"{shown_path(kernel.path)}:{kernel.name}"
             if self.progress:
                 self.progress(KERNELS_LABEL, done, len(kernels))
+            self.look_ahead.at(kernels, done)  # the next kernels' first compiles, on workers otherwise idle
             self._lint_kernel(kernel, report)
+        self.look_ahead.stop()
         if self.progress and kernels:
             self.progress(KERNELS_LABEL, len(kernels), len(kernels))
 
@@ -160,7 +164,7 @@ class Linter:
         kernel_report = self._kernel_report(kernel, report)
         start = len(report.findings)
         # (With --import the configs come from running the module: not an input a file digest covers.)
-        key = self.replay.key(kernel) if self.replay and not self.options.import_modules else None
+        key = self.look_ahead.replay_key(kernel) if self.replay and not self.options.import_modules else None
         if key and self.replay.replay(key, kernel, kernel_report, report, self.place):
             return
         self._side_effects(kernel, report)
@@ -173,7 +177,8 @@ class Linter:
                            report: LintReport) -> None:
         """Specify the kernel's launch (:func:`kernelrules.specify.kernelspec.resolve`), then judge it or say why not."""
         try:
-            resolved = resolve(kernel, spec=self.options.spec, trace=self.options.trace, sites=sites)
+            resolved = (self.look_ahead.resolved(kernel) if sites is None else None) or resolve(
+                kernel, spec=self.options.spec, trace=self.options.trace, sites=sites)
         except KernelrulesError as exc:
             kernel_report.status, kernel_report.message = "error", str(exc)
             report.findings.append(self.place.lint_code(kernel, "LNT004", str(exc)))
