@@ -331,11 +331,16 @@ def _exact_programs(grid: Any, env: Mapping[str, Any]) -> float:
     total = 1.0
     for g in grid if isinstance(grid, list) else [grid]:
         try:
-            exact = ast.unparse(_ExactDivision().visit(ast.parse(str(g), mode="eval")))
-            total *= float(evaluate(exact, env, torch_allowed=False))
+            total *= float(evaluate(_exact_text(str(g)), env, torch_allowed=False))
         except Exception:  # noqa: BLE001 - an expression it cannot rewrite: as launched
             total *= float(evaluate(g, env, torch_allowed=False))
     return max(total, 1e-9)
+
+
+@lru_cache(maxsize=256)
+def _exact_text(grid: str) -> str:
+    """``grid`` with ``cdiv(a, b)`` written ``a / b`` (the same few grids come for every config)."""
+    return ast.unparse(_ExactDivision().visit(ast.parse(grid, mode="eval")))
 
 
 class _ExactDivision(ast.NodeTransformer):
