@@ -41,7 +41,7 @@ OUT = REPO / "benchmarks" / "results" / "perf_general_fit.json"
 BOUNDS = {"bandwidth_fraction": (0.5, 1.0), "latency_clocks": (300.0, 6000.0), "inflight_elements": (4.0, 256.0),
           "program_latencies": (0.0, 8.0), "l2_bytes_per_clock_per_sm": (16.0, 128.0),
           "sustained_peak": (0.4, 1.0), "ops_per_element": (0.5, 32.0), "ops_per_step": (0.0, 512.0), "l2_revisit": (0.0, 2.0), "l2_usable_fraction": (0.1, 1.0), "spill_factor": (0.0, 32.0),
-          "overlap_norm": (1.0, 8.0)}
+          "overlap_norm": (1.0, 8.0), "thread_clocks": (0.0, 64.0)}
 STEPS = (0.5, 0.7, 0.85, 1.0, 1.2, 1.4, 2.0)
 
 

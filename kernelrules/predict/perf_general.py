@@ -16,6 +16,12 @@ registers and shared memory. Per config it computes, over the whole grid:
   (wider tiles spill or serialise); each step costs one loaded memory latency, plus a
   fixed ``program_latencies`` per program (its first loads, reductions, the final store);
   waves run one after the other, so the last, partial wave costs as much as a full one;
+  a tile larger than the data (``cdiv`` rounding up: masked lanes) counts only its filled
+  share as in flight;
+- **per thread**: a program's elements pass through its threads one after the other,
+  ``thread_clocks`` each, a wave after the other: with fewer programs than the SMs hold
+  (a decode shape, a row per program), more threads per program finish sooner even when
+  the bytes in flight per step are the same;
 - **DRAM**: the problem's bytes at a sustained fraction of the SKU's bandwidth;
 - **L2 -> SM** (tiled dot kernels): every program re-reads its operand tiles: ``FLOPs x
   element bytes x (1/BLOCK_M + 1/BLOCK_N) / 2`` bytes in all;
@@ -45,6 +51,7 @@ the kernel (a problem with M, N, K and a dot tile), else this one.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Mapping
@@ -94,7 +101,9 @@ class Constants:
       comes from L2 while the resident programs' data fits there, else from DRAM again;
     - ``l2_usable_fraction``: share of the L2 that holds those data;
     - ``spill_factor``: slowdown per unit of registers over the limit (excess / limit);
-    - ``overlap_norm``: the p of the p-norm combining the parts.
+    - ``overlap_norm``: the p of the p-norm combining the parts;
+    - ``thread_clocks``: clocks per element per thread along a program's serial path
+      (kernels without FLOPs).
     """
 
     bandwidth_fraction: float = 0.85
@@ -109,6 +118,7 @@ class Constants:
     l2_usable_fraction: float = 0.5
     spill_factor: float = 4.0
     overlap_norm: float = 4.0
+    thread_clocks: float = 0.0
 
 
 #: Fitted constants by architecture (``benchmarks/fit_perf_general.py`` prints and writes
@@ -116,7 +126,7 @@ class Constants:
 FITTED: dict[str, Constants] = {
     # H200 suite, 43 problems: the latency and bandwidth fraction sit at their search bounds
     # (only their ratio moves the ranking much), so read them as ranking weights, not figures.
-    "sm_90": Constants(bandwidth_fraction=0.5, latency_clocks=6000.0, inflight_elements=33.96, program_latencies=0.02258, l2_bytes_per_clock_per_sm=29.13, sustained_peak=0.68, ops_per_element=32.0, ops_per_step=23.04, l2_revisit=0.7, l2_usable_fraction=0.25, spill_factor=0.7, overlap_norm=2.38),
+    "sm_90": Constants(bandwidth_fraction=0.5, latency_clocks=6000.0, inflight_elements=33.96, program_latencies=0.01581, l2_bytes_per_clock_per_sm=17.33, sustained_peak=0.68, ops_per_element=13.6, ops_per_step=11.52, l2_revisit=0.84, l2_usable_fraction=0.1264, spill_factor=0.7, overlap_norm=1.666, thread_clocks=8.0),
 }
 
 
@@ -160,6 +170,7 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
     values = {k: v for k, v in problem.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     env = {**values, "NUM_SMS": int(gpu["sm_count"]), **config.constexprs}
     programs = _programs(problem.get("grid"), env)
+    fill = min(1.0, _exact_programs(problem.get("grid"), env) / programs)
     warps = int(config.num_warps or 4)
     stages = int(config.num_stages if config.num_stages is not None else 3)
     eb = DTYPE_BYTES.get(str(problem.get("dtype", "fp16")).lower(), 2)
@@ -205,6 +216,7 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
         "l2_bytes": float(gpu.get("l2_bytes") or 0.0), "clock_hz": clock_hz(arch, gpu),
         "sub_partitions": float(arch.namespace().get("register_sub_partitions", 4)),
         "registers": regs, "register_limit": float(limit), "launchable": float(occ.launchable),
+        "fill": fill,
     }
 
 
@@ -217,8 +229,8 @@ def seconds(f: Mapping[str, Any], k: Constants, parts: bool = False) -> Any:
     per_sm = np.minimum(bps, np.ceil(P / sms))  # programs sharing one SM in a wave
     dot = f["dot"] > 0
     # latency: each program streams its bytes one in-flight tile at a time
-    inflight = np.where(dot, f["tile_load"],
-                        np.minimum(f["tile_load"], k.inflight_elements * f["threads_per_program"]))
+    tile = np.where(dot, f["tile_load"], f["tile_load"] * f["fill"])  # the masked lanes move nothing
+    inflight = np.where(dot, tile, np.minimum(tile, k.inflight_elements * f["threads_per_program"]))
     moved = np.where(dot, f["reread_bytes"], f["bytes"])
     steps = moved / P / (inflight * f["element_bytes"])
     latency = waves * (np.maximum(steps, 1.0) + k.program_latencies) * k.latency_clocks / clock
@@ -238,7 +250,9 @@ def seconds(f: Mapping[str, Any], k: Constants, parts: bool = False) -> Any:
     issue = np.where(dot, 0.0, waves * per_sm * ((elements / P) * k.ops_per_element / 32.0
                                                  + tile_steps * warps * k.ops_per_step)
                      / (f["sub_partitions"] * clock * busy))
-    pieces = {"latency": latency, "dram": dram, "l2": l2, "compute": tensor + issue}
+    # per thread: a program's elements pass through its threads one after the other
+    thread = np.where(dot, 0.0, waves * elements / P / f["threads_per_program"] * k.thread_clocks / clock)
+    pieces = {"latency": latency, "dram": dram, "l2": l2, "compute": tensor + issue, "thread": thread}
     top = np.maximum.reduce([np.asarray(v, dtype=float) for v in pieces.values()])
     norm = k.overlap_norm
     total = top * sum((np.asarray(v, dtype=float) / top) ** norm for v in pieces.values()) ** (1.0 / norm)
@@ -307,6 +321,36 @@ def _programs(grid: Any, env: Mapping[str, Any]) -> int:
     for g in grid if isinstance(grid, list) else [grid]:
         total *= int(evaluate(g, env, torch_allowed=False))
     return max(1, total)
+
+
+def _exact_programs(grid: Any, env: Mapping[str, Any]) -> float:
+    """The programs the data need, without rounding up: the grid with ``cdiv(a, b)`` read as
+    ``a / b``. Below the programs launched when a tile is larger than the data (masked lanes)."""
+    from ..expr.safeexpr import evaluate
+
+    total = 1.0
+    for g in grid if isinstance(grid, list) else [grid]:
+        try:
+            total *= float(evaluate(_exact_text(str(g)), env, torch_allowed=False))
+        except Exception:  # noqa: BLE001 - an expression it cannot rewrite: as launched
+            total *= float(evaluate(g, env, torch_allowed=False))
+    return max(total, 1e-9)
+
+
+@lru_cache(maxsize=256)
+def _exact_text(grid: str) -> str:
+    """``grid`` with ``cdiv(a, b)`` written ``a / b`` (the same few grids come for every config)."""
+    return ast.unparse(_ExactDivision().visit(ast.parse(grid, mode="eval")))
+
+
+class _ExactDivision(ast.NodeTransformer):
+    """Rewrites ``cdiv(a, b)`` as ``a / b``."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "cdiv" and len(node.args) == 2:
+            return ast.BinOp(left=node.args[0], op=ast.Div(), right=node.args[1])
+        return node
 
 
 def _number(expr: Any, env: Mapping[str, Any]) -> float | None:
