@@ -40,8 +40,9 @@ class DescriptorType:
 def descriptor_types(module: ParsedModule, kernel: str, names: Iterable[str], dtype_of: Any) -> dict[str, DescriptorType]:
     """Types for the descriptor parameters ``names`` of ``kernel`` that the source gives a block shape;
     ``dtype_of(name)`` is the guessed element type. A name with no readable block shape is left out."""
+    names = set(names)
     func = module.jit_functions.get(kernel)
-    if func is None:
+    if func is None or not names:  # (most kernels: no descriptor, and the launchers need not be read)
         return {}
     constexprs = {a.arg for a in _params(func) if _is_constexpr(a)}
     found: dict[str, DescriptorType] = {}
