@@ -51,7 +51,6 @@ the kernel (a problem with M, N, K and a dot tile), else this one.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Mapping
@@ -60,6 +59,7 @@ import numpy as np
 
 from ..analyzers.occupancy import OccupancyLimits, occupancy
 from ..config import KernelConfig
+from .problem_grid import exact_programs, number, programs as grid_programs
 
 #: Constexprs that are not tile extents (their values do not size a tensor).
 NOT_TILE = ("GROUP", "SPLIT", "NUM_SMS", "NUM_", "STAGES", "CAUSAL", "MUL_", "EVEN", "USE_", "HAS_", "IS_")
@@ -169,13 +169,13 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
     facts = dict(facts or {})
     values = {k: v for k, v in problem.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     env = {**values, "NUM_SMS": int(gpu["sm_count"]), **config.constexprs}
-    programs = _programs(problem.get("grid"), env)
-    fill = min(1.0, _exact_programs(problem.get("grid"), env) / programs)
+    programs = grid_programs(problem.get("grid"), env)
+    fill = min(1.0, exact_programs(problem.get("grid"), env) / programs)
     warps = int(config.num_warps or 4)
     stages = int(config.num_stages if config.num_stages is not None else 3)
     eb = DTYPE_BYTES.get(str(problem.get("dtype", "fp16")).lower(), 2)
-    flops = _number(problem.get("flops"), env) or 0.0
-    nbytes = _number(problem.get("bytes"), env)
+    flops = number(problem.get("flops"), env) or 0.0
+    nbytes = number(problem.get("bytes"), env)
     if nbytes is None:
         nbytes = _tensor_bytes(problem, env, eb)
     c = config.constexprs
@@ -312,58 +312,6 @@ def matmul_judges(config: Any, problem: Mapping[str, Any]) -> bool:
 
 # -- helpers ---------------------------------------------------------------------------
 
-def _programs(grid: Any, env: Mapping[str, Any]) -> int:
-    from ..expr.safeexpr import evaluate
-
-    if grid is None:
-        raise ValueError("the problem has no grid (problem.grid): the general perf model needs the programs")
-    total = 1
-    for g in grid if isinstance(grid, list) else [grid]:
-        total *= int(evaluate(g, env, torch_allowed=False))
-    return max(1, total)
-
-
-def _exact_programs(grid: Any, env: Mapping[str, Any]) -> float:
-    """The programs the data need, without rounding up: the grid with ``cdiv(a, b)`` read as
-    ``a / b``. Below the programs launched when a tile is larger than the data (masked lanes)."""
-    from ..expr.safeexpr import evaluate
-
-    total = 1.0
-    for g in grid if isinstance(grid, list) else [grid]:
-        try:
-            total *= float(evaluate(_exact_text(str(g)), env, torch_allowed=False))
-        except Exception:  # noqa: BLE001 - an expression it cannot rewrite: as launched
-            total *= float(evaluate(g, env, torch_allowed=False))
-    return max(total, 1e-9)
-
-
-@lru_cache(maxsize=256)
-def _exact_text(grid: str) -> str:
-    """``grid`` with ``cdiv(a, b)`` written ``a / b`` (the same few grids come for every config)."""
-    return ast.unparse(_ExactDivision().visit(ast.parse(grid, mode="eval")))
-
-
-class _ExactDivision(ast.NodeTransformer):
-    """Rewrites ``cdiv(a, b)`` as ``a / b``."""
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id == "cdiv" and len(node.args) == 2:
-            return ast.BinOp(left=node.args[0], op=ast.Div(), right=node.args[1])
-        return node
-
-
-def _number(expr: Any, env: Mapping[str, Any]) -> float | None:
-    from ..expr.safeexpr import evaluate
-
-    if expr is None:
-        return None
-    try:
-        return float(evaluate(expr, env, torch_allowed=False))
-    except Exception:  # noqa: BLE001 - an expression over names the problem lacks
-        return None
-
-
 def _tensor_bytes(problem: Mapping[str, Any], env: Mapping[str, Any], eb: int) -> float | None:
     """Inputs read once and outputs written once, from the problem's tensor shapes."""
     total = 0.0
@@ -374,7 +322,7 @@ def _tensor_bytes(problem: Mapping[str, Any], env: Mapping[str, Any], eb: int) -
                 continue
             count = 1.0
             for extent in shape:
-                count *= _number(extent, env) or 0.0
+                count *= number(extent, env) or 0.0
             total += count * DTYPE_BYTES.get(str(dtype).lower(), eb)
     return total or None
 

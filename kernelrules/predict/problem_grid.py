@@ -1,0 +1,67 @@
+"""The programs and numbers of a suite-style problem description, for the perf models.
+
+A problem (a tune space's ``problem:``) gives its grid and sizes as expressions over the
+config's constexprs and the problem's own values (``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)``);
+these helpers evaluate them with kernelrules' safe expression language (never ``eval``),
+including the grid read without rounding up, which says how much of a tile holds data.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from typing import Any, Mapping
+
+
+def programs(grid: Any, env: Mapping[str, Any]) -> int:
+    """The programs the grid launches (its dimensions' product, at least 1); ValueError without a grid."""
+    from ..expr.safeexpr import evaluate
+
+    if grid is None:
+        raise ValueError("the problem has no grid (problem.grid): the general perf model needs the programs")
+    total = 1
+    for g in grid if isinstance(grid, list) else [grid]:
+        total *= int(evaluate(g, env, torch_allowed=False))
+    return max(1, total)
+
+
+def exact_programs(grid: Any, env: Mapping[str, Any]) -> float:
+    """The programs the data need, without rounding up: the grid with ``cdiv(a, b)`` read as
+    ``a / b``. Below the programs launched when a tile is larger than the data (masked lanes)."""
+    from ..expr.safeexpr import evaluate
+
+    total = 1.0
+    for g in grid if isinstance(grid, list) else [grid]:
+        try:
+            total *= float(evaluate(_exact_text(str(g)), env, torch_allowed=False))
+        except Exception:  # noqa: BLE001 - an expression it cannot rewrite: as launched
+            total *= float(evaluate(g, env, torch_allowed=False))
+    return max(total, 1e-9)
+
+
+@lru_cache(maxsize=256)
+def _exact_text(grid: str) -> str:
+    """``grid`` with ``cdiv(a, b)`` written ``a / b`` (the same few grids come for every config)."""
+    return ast.unparse(_ExactDivision().visit(ast.parse(grid, mode="eval")))
+
+
+class _ExactDivision(ast.NodeTransformer):
+    """Rewrites ``cdiv(a, b)`` as ``a / b``."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "cdiv" and len(node.args) == 2:
+            return ast.BinOp(left=node.args[0], op=ast.Div(), right=node.args[1])
+        return node
+
+
+def number(expr: Any, env: Mapping[str, Any]) -> float | None:
+    """``expr`` evaluated over ``env``, or None when it is absent or names values ``env`` lacks."""
+    from ..expr.safeexpr import evaluate
+
+    if expr is None:
+        return None
+    try:
+        return float(evaluate(expr, env, torch_allowed=False))
+    except Exception:  # noqa: BLE001 - an expression over names the problem lacks
+        return None
