@@ -328,10 +328,15 @@ class Linter:
         changed = [(c.replace(found.constexprs), line, col) for c, line, col in sites]
         return changed, {**guessed, **found.constexprs}, found.replaced
 
+    def first_arch_job(self, kernel: Any, spec: Mapping[str, Any], config: KernelConfig, fixed: frozenset[str]) -> Any:
+        """The compile job of one config on the first architecture: what a guess probe asks for, and what
+        :mod:`kernelrules.lint.look_ahead` compiles ahead (the same job, so the same cache entry)."""
+        target = KernelTarget.for_signature(kernel.path, kernel.name, spec, fixed, src=self.options.src)
+        return target.job(config, self.archs[0], self.options.timeout)
+
     def _probe(self, kernel: Any, spec: Mapping[str, Any], config: KernelConfig, fixed: frozenset[str]) -> Any:
         """The compile result of one config on the first architecture (through the shared, cached pool)."""
-        target = KernelTarget.for_signature(kernel.path, kernel.name, spec, fixed, src=self.options.src)
-        job = target.job(config, self.archs[0], self.options.timeout)
+        job = self.first_arch_job(kernel, spec, config, fixed)
         label = f"checking guessed values {self.archs[0].name}"
         self._compile_progress(label, 0, 1)  # named before it starts: a probe may take the whole time limit
         for _job, result in self.pool.run([job], progress=lambda done, total, *_: self._compile_progress(label, done,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..compile.target import KernelTarget
 from ..specify.kernelspec import ResolvedKernel, resolve
 
 #: How many kernels past the current one may be resolved and compiled ahead.
@@ -91,6 +90,4 @@ class LookAhead:
         self._resolved[id(kernel)] = resolved
         if not resolved.signature.complete or not resolved.sites:
             return None
-        target = KernelTarget.for_signature(kernel.path, kernel.name, resolved.signature.spec,
-                                            frozenset(resolved.fixed), src=options.src)
-        return target.job(resolved.sites[0][0], linter.archs[0], options.timeout)
+        return linter.first_arch_job(kernel, resolved.signature.spec, resolved.sites[0][0], frozenset(resolved.fixed))
