@@ -105,6 +105,38 @@ def run_method(method: str, repeat: int, args) -> dict:
                         for r in result.records]}
 
 
+def time_one_config(config: dict, args, name: str) -> dict:
+    """Time ``config`` alone, as a run times its trials: a one-point copy of the space, the same benchmark worker.
+
+    The live suite runs use it for the sweep's best config, after the run's budget and outside it, so each
+    run has the sweep's best as timed on the same machine and day to set its own best against.
+    """
+    import yaml
+
+    from kernelrules.tune.driver import TuneOptions, Tuner
+
+    space_path = Path(args.space)
+    doc = yaml.safe_load(space_path.read_text())
+    doc["space"] = {name: [config[name]] for name in doc["space"]}
+    one_point = space_path.with_name(f".one-config-{space_path.name}")  # beside it: the kernel path is relative
+    one_point.write_text(yaml.safe_dump(doc, sort_keys=False))
+    folder = Path(args.out) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    options = TuneOptions(arch=args.arch, trials=1, gpus=args.gpus, interpret=args.interpret, seed=0,
+                          storage=str(folder / "study.db"), cache_dir=str(folder / "compile-cache"),
+                          study_name=name, top_k=1, rounds=1, bench_timeout=args.bench_timeout,
+                          jobs=args.jobs, sampler="grid", stage="none", model_seeds=0)
+    started = time.time()
+    try:
+        result = Tuner(str(one_point), options).run()
+    finally:
+        one_point.unlink(missing_ok=True)
+    timed = [r for r in result.records if r.get("ms")]
+    return {"config": config, "ms": timed[0]["ms"] if timed else None,
+            "status": timed[0]["status"] if timed else [r.get("status") for r in result.records],
+            "wall_s": round(time.time() - started, 1)}
+
+
 def portable(summary: dict, out: Path) -> dict:
     """The summary with no path of the machine it ran on: the study relative to ``--out``, the space to the repo."""
     summary = dict(summary)
@@ -177,6 +209,8 @@ def main() -> None:
     parser.add_argument("--interpret", action="store_true")
     parser.add_argument("--target-ms", type=float, default=None,
                         help="the time to come within 2%% of (default: the best any run measured)")
+    parser.add_argument("--time-config", type=json.loads, default=None, metavar="JSON",
+                        help="after the runs, time this config alone (outside every budget) and add it to each run's JSON")
     parser.add_argument("--summarize", nargs="+", metavar="DIR", help="merge saved runs; run nothing")
     parser.add_argument("--remeasured", type=Path, default=None,
                         help="remeasure.json (h200_remeasure.py): count a run as within 2%% from its first timed "
@@ -192,6 +226,9 @@ def main() -> None:
             for method in args.methods.split(","):
                 print(f"== {method} (repeat {repeat})", flush=True)
                 runs.append(run_method(method, repeat, args))
+                if args.time_config:
+                    runs[-1]["timed_config"] = time_one_config(args.time_config, args, f"one-config-{method}-{repeat}")
+                    print(f"   the given config alone: {runs[-1]['timed_config']['ms']} ms", flush=True)
                 Path(args.out, f"run-{method}-{repeat}.json").write_text(json.dumps(runs[-1], default=str))
                 f = runs[-1]["summary"]["funnel"]
                 print(f"   {f['timed']} timed, {f['failed']} failed, {f['rejected']} rejected, "

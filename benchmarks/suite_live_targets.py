@@ -1,15 +1,19 @@
 """The arguments of ``suite_live_device.sh``: every suite problem with its sweep's best time.
 
-    python benchmarks/suite_live_targets.py [--after NAME] [--count N]
+    python benchmarks/suite_live_targets.py [--after NAME] [--count N] [--only NAME ...]
+    python benchmarks/suite_live_targets.py --best-config family__shape
 
 Prints ``family/shape=best_ms`` items in the problems' alphabetical order, from the committed
 sweep results (``benchmarks/results/suite/``). A series of live runs that spans device calls
-(or sessions) resumes with ``--after`` the last problem it ran.
+(or sessions) resumes with ``--after`` the last problem it ran; ``--only`` picks problems.
+``--best-config`` prints one problem's best config as JSON (``suite_live_tune.sh`` times it
+in each run, outside the budget).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -21,9 +25,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--after", default="", help="start after this problem (family__shape)")
     parser.add_argument("--count", type=int, default=None)
+    parser.add_argument("--only", nargs="+", default=None, help="only these problems (family__shape)")
+    parser.add_argument("--best-config", default=None, metavar="NAME", help="print this problem's best config as JSON")
     args = parser.parse_args()
-    items = [(m["problem"], m["best_ms"]) for m in all_metrics(load()) if m["best_ms"]]
-    items = sorted(item for item in items if item[0] > args.after)[:args.count]
+    metrics = all_metrics(load())
+    if args.best_config:
+        best = next((m["best_config"] for m in metrics if m["problem"] == args.best_config), None)
+        if best is None:
+            print(f"no timed config for {args.best_config}", file=sys.stderr)
+            return 1
+        print(json.dumps(best))
+        return 0
+    items = [(m["problem"], m["best_ms"]) for m in metrics if m["best_ms"]]
+    items = sorted(item for item in items if item[0] > args.after and (args.only is None or item[0] in args.only))
+    items = items[:args.count]
     print(" ".join(f"{name.replace('__', '/')}={best:.6g}" for name, best in items))
     return 0
 

@@ -4,7 +4,8 @@
 #   bash benchmarks/suite_live_tune.sh SECONDS FAMILY/SHAPE=TARGET_MS ...   (GPU machine, after suite_device.sh)
 #
 # Each run: benchmarks/h200_tune.py --methods kernelrules with a time budget, its target
-# the sweep's best time; the run's JSON (with KR_COMMIT and the date) goes to $OUT/live-<family>__<shape>.json.
+# the sweep's best time; after the budget (outside it) the sweep's best config is timed alone in the
+# same way (``timed_config``); the run's JSON (with KR_COMMIT and the date) goes to $OUT/live-<family>__<shape>.json.
 set -u
 seconds=$1; shift
 export PYTHONPATH=$PWD/.suite-work/site PYTHONUNBUFFERED=1  # installed there by suite_device.sh
@@ -12,8 +13,9 @@ for item in "$@"; do
   problem=${item%%=*}; target=${item#*=}
   name=${problem/\//__}
   live=.suite-work/live/$name
+  best=$(python3 benchmarks/suite_live_targets.py --best-config "$name")
   python3 benchmarks/h200_tune.py --out "$live" --space "benchmarks/suite/$problem.tune.yaml" \
-    --methods kernelrules --time-budget "$seconds" --target-ms "$target" 2>&1 | tail -6
+    --methods kernelrules --time-budget "$seconds" --target-ms "$target" --time-config "$best" 2>&1 | tail -7
   python3 - "$live/run-kernelrules-0.json" "$OUT/live-$name.json" <<'PY'
 import json, os, sys, time
 run = json.load(open(sys.argv[1]))
