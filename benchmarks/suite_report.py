@@ -497,8 +497,8 @@ def live_rows(ms: list[dict], live: dict) -> list[dict]:
         sweep_best = key(m["best_config"]) if m.get("best_config") else None
         again = [r["ms"] for r in run["records"] if r.get("ms") and key(r.get("config") or {}) == sweep_best]
         alone = run.get("timed_config") or {}
-        if not again and alone.get("ms") and key(alone.get("config") or {}) == sweep_best:
-            again = [alone["ms"]]  # the run did not time it, but timed it alone after its budget
+        if not again and alone.get("final_ms") and key(alone.get("config") or {}) == sweep_best:
+            again = [alone["final_ms"]]  # the run did not time it, but re-measured it alone after its budget
         ratio = again[0] / m["best_ms"] if again else None
         # The same band around the sweep's best config as this run timed it, where that was slower than in the
         # sweep: the sweep ran on another machine and day, so its absolute time may be out of reach here.
@@ -526,7 +526,7 @@ def _live_section(w, ms: list[dict], live: dict) -> None:
     w(f"Runs: {len(rows)}, kernelrules {', '.join(commits)}" + (f", {', '.join(dates)}" if dates else "") + ".")
     w("")
     w("*Sweep's best, timed again*: the sweep's best config, when the run timed it too (or, in runs that time it "
-      "alone after the budget, `timed_config`, that time), its time there over its "
+      "alone after the budget, the median of its re-measurements there, `timed_config.final_ms`), its time there over its "
       "sweep time (the two runs were on different machines and days: above 1.02 the 2% band could not be reached "
       "with that config).")
     w("")
