@@ -91,3 +91,64 @@ def test_no_look_ahead_at_the_config_stage(package, tmp_path, dispatched):
     options = LintOptions(archs=("hopper",), stage="config", cache_dir=str(tmp_path / "cache"), jobs=2)
     Linter(options).run(["pkg"])
     assert not any(owned for owned, *_ in dispatched)
+
+
+TUNED = '''\
+
+@triton.autotune(configs=[{configs}], key=["n"])
+@triton.jit
+def {name}(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+
+def tuned_package(tmp_path, monkeypatch, blocks: dict[str, tuple[int, ...]]) -> None:
+    """One module of autotuned kernels, ``blocks`` giving each kernel's list of BLOCK values."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    configs = lambda values: ", ".join(f"triton.Config({{'BLOCK': {v}}}, num_warps=4)" for v in values)  # noqa: E731
+    (pkg / "a.py").write_text("import triton\nimport triton.language as tl\n" + "".join(
+        TUNED.format(name=name, configs=configs(values)) for name, values in blocks.items()))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+
+
+def test_other_configs_follow_a_first_config_that_compiled(tmp_path, monkeypatch, dispatched):
+    tuned_package(tmp_path, monkeypatch, {f"t{i}": (64, 128, 256, 512) for i in range(4)})
+    ahead = lint(tmp_path, "with")
+    assert ahead.count('"status": "analyzed"') == 4
+    later_configs = [(kernel, constexprs) for owned, kernel, constexprs, _ in dispatched
+                     if owned and dict(constexprs)["BLOCK"] != 64]
+    assert later_configs  # not only first configs were compiled ahead
+    compiled = Counter((kernel, constexprs, options) for _, kernel, constexprs, options in dispatched)
+    assert max(compiled.values()) == 1  # nothing compiled twice
+
+    monkeypatch.setattr(look_ahead.LookAhead, "enabled", property(lambda self: False))
+    dispatched.clear()
+    assert untimed(lint(tmp_path, "without")) == untimed(ahead)
+    assert len(dispatched) == sum(compiled.values())  # the same compiles, only earlier
+
+
+def test_no_other_configs_ahead_when_the_first_one_fails(tmp_path, monkeypatch, dispatched):
+    # BLOCK=3 is not a power of two: tl.arange does not compile, so t1's other configs are not worth a guess
+    tuned_package(tmp_path, monkeypatch, {"t0": (64, 128), "t1": (3, 128, 256, 512), "t2": (64, 128)})
+    lint(tmp_path, "cache")
+    ahead_t1 = [dict(constexprs)["BLOCK"] for owned, kernel, constexprs, _ in dispatched if owned and kernel == "t1"]
+    assert ahead_t1 in ([], [3])  # at most its first config, never the others
+
+
+def test_the_pool_keeps_each_jobs_outcome(tmp_path):
+    from kernelrules.compile.compilejob import CompileJob
+
+    source = tmp_path / "k.py"
+    source.write_text("import triton\nimport triton.language as tl\n" + KERNEL.format(name="k", block=64, op="* 2"))
+    job = lambda block: CompileJob(str(source), "k", {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},  # noqa: E731
+                                   {"BLOCK": block}, {"num_warps": 4}, ("cuda", 90, 32))
+    with CompilePool(max_workers=1, timeout=120) as pool:
+        assert pool.outcome(job(64)) is None
+        results = dict(pool.run([job(64), job(3)]))
+        assert results[job(64)].ok and not results[job(3)].ok
+        assert pool.outcome(job(64)) is True and pool.outcome(job(3)) is False
+        assert pool.outcome(job(128)) is None
