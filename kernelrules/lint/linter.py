@@ -248,7 +248,7 @@ class Linter:
         if searched:
             sites, guessed, retried = self._settle_guesses(kernel, signature, kernel_report, sites, fixed, guessed)
         if guessed:
-            shown_guesses = ", ".join(f"{k}={v}" + (f" ({retried[k]} did not compile)" if k in retried else "")
+            shown_guesses = ", ".join(f"{k}={v}" + (f" ({retried[k]})" if k in retried else "")
                                       for k, v in guessed.items())
             _append(kernel_report, f"judged with guessed constexpr values {shown_guesses}; give the real ones in "
                                    f"a spec ('kernelrules spec {kernel_report.path}') or a trace")
@@ -309,7 +309,7 @@ class Linter:
         """Compile the first config on the first architecture; when it fails on a guess, search other
         pointer types and constexpr values (:func:`kernelrules.specify.guess_search.settle`) and keep the first
         that compiles. Retypes ``signature`` in place; returns the sites, the guessed values and, for a
-        constexpr that was changed, the guess it replaced."""
+        constexpr that was changed, the guess it replaced and what that did ("16 did not compile")."""
         from ..specify.constexpr_repair import proposer
         from ..specify.guess_search import local_names, settle
 
@@ -327,7 +327,7 @@ class Linter:
         if not found.constexprs:
             return sites, dict(guessed), {}
         changed = [(c.replace(found.constexprs), line, col) for c, line, col in sites]
-        return changed, {**guessed, **found.constexprs}, found.replaced
+        return changed, {**guessed, **found.constexprs}, {k: f"{v} {found.failure}" for k, v in found.replaced.items()}
 
     def first_arch_job(self, kernel: Any, spec: Mapping[str, Any], config: KernelConfig, fixed: frozenset[str]) -> Any:
         """The compile job of one config on the first architecture: what a guess probe asks for, and what

@@ -28,6 +28,10 @@ DEFAULT_BUDGET = 24
 PROPOSAL_BUDGET = 8
 #: Rounds of proposals: a proposal that fails with another error is the base of the next round's.
 PROPOSAL_ROUNDS = 3
+#: When the first config's compile runs past the time limit, each guessed integer is tried smaller, all at
+#: once (a guessed 16 as a pooling window ``kernel_h``, a loop count unrolled at compile time, or a 128 as a
+#: block size can make ptxas run for minutes where the kernel's real values compile in a second).
+SMALLER = {16: 2, 128: 32}
 
 #: ``propose(message, change)``: constexpr changes to probe on top of ``change`` after ``message``.
 Proposer = Callable[[str, Mapping[str, Any]], list]
@@ -46,6 +50,8 @@ class Settled:
     pointer_type: str | None = None
     pointers: tuple[str, ...] = ()
     probes: int = 0
+    #: What the replaced guesses did, in words.
+    failure: str = "did not compile"
 
     @property
     def changed(self) -> bool:
@@ -92,7 +98,7 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
            provenance: Mapping[str, str], guessed: Mapping[str, Any], *, locals_: set[str] = frozenset(),
            budget: int = DEFAULT_BUDGET, propose: Proposer | None = None,
            prefetch: Callable[[Mapping[str, Any], Mapping[str, Any]], None] | None = None) -> Settled:
-    """Search guesses until the first config compiles.
+    """Search guesses until the first config compiles (within the compile time limit).
 
     ``probe(spec, changes)`` compiles the first config with signature ``spec`` and the
     constexpr ``changes`` applied, returning a compile result (``ok``, ``error_kind``,
@@ -100,12 +106,15 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
     error, tried first (:func:`try_proposals`, within :data:`PROPOSAL_BUDGET` more probes).
     Returns what to change; nothing when the first probe compiles or when its failure is not
     one a guess causes; when nothing within the budgets compiles, the proposals that got past
-    the first error (so that the kernel's reason names the error it meets next).
+    the first error (so that the kernel's reason names the error it meets next). A first probe
+    that runs past the time limit gets one more, with the guessed integers smaller (:data:`SMALLER`).
     ``prefetch(spec, changes)``, when given, hears of the next try before each try of the
     fixed list is probed, so that its compile can start meanwhile on an idle worker; it
     changes nothing the search decides (each try is still judged by ``probe``, in order).
     """
     first = probe(spec, {})
+    if first is not None and first.error_kind == "timeout":
+        return _smaller_guesses(probe, spec, guessed)
     if not retryable(first, set(locals_)):
         return Settled(spec, probes=1)
     proposed, spent, base = try_proposals(probe, spec, first.message, propose, guessed) if propose else (None, 0, {})
@@ -129,6 +138,20 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
             return Settled(variant, dict(change), {k: guessed[k] for k in change}, pointer_type, pointers, probes)
     # Nothing compiled: keep what the kernel's own proposals fixed, so the reason names the error after it.
     return Settled(spec, dict(base), {k: guessed[k] for k in base}, probes=probes)
+
+
+def _smaller_guesses(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],
+                     guessed: Mapping[str, Any]) -> Settled:
+    """The first config ran past the compile limit with guessed integers: probe once with all of them smaller
+    (:data:`SMALLER`); keep that when it compiles, else nothing (the kernel's compiles then meet the limit)."""
+    change = {name: SMALLER[value] for name, value in guessed.items() if type(value) is int and value in SMALLER}
+    if not change:
+        return Settled(spec, probes=1)
+    result = probe(spec, change)
+    if result is not None and result.ok:
+        return Settled(spec, change, {name: guessed[name] for name in change}, probes=2,
+                       failure="ran past the compile time limit")
+    return Settled(spec, probes=2)
 
 
 def try_proposals(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],

@@ -157,6 +157,29 @@ def test_settle_names_each_next_try_before_probing_and_decides_the_same():
     assert [done for _, _, done in heard] == list(range(1, len(heard) + 1))
 
 
+def test_a_first_probe_past_the_time_limit_tries_every_guessed_integer_smaller_once():
+    calls = []
+
+    def probe(spec, change):  # the guessed 16s and 128s compile for minutes; smaller ones compile
+        calls.append(dict(change))
+        slow = not change
+        return SimpleNamespace(ok=not slow, error_kind="timeout" if slow else None, message="")
+
+    found = settle(probe, SPEC, PROVENANCE, {"kernel_h": 16, "BLOCK": 128, "FLAG": False, "eps": 1e-6})
+    assert calls == [{}, {"kernel_h": 2, "BLOCK": 32}]  # one more probe; flags and other values untouched
+    assert found.constexprs == {"kernel_h": 2, "BLOCK": 32} and found.replaced == {"kernel_h": 16, "BLOCK": 128}
+    assert found.failure == "ran past the compile time limit" and found.probes == 2
+
+    calls.clear()
+    still_slow = settle(lambda spec, change: calls.append(change) or SimpleNamespace(
+        ok=False, error_kind="timeout", message=""), SPEC, PROVENANCE, {"kernel_h": 16})
+    assert not still_slow.changed and len(calls) == 2  # no third try: each one may cost the whole limit
+    calls.clear()
+    nothing_guessed = settle(lambda spec, change: calls.append(change) or SimpleNamespace(
+        ok=False, error_kind="timeout", message=""), SPEC, PROVENANCE, {"FLAG": True})
+    assert not nothing_guessed.changed and len(calls) == 1
+
+
 def test_string_constexprs_and_their_alternatives():
     import ast
 
