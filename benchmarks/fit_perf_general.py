@@ -1,6 +1,6 @@
 """Fit the general perf model's constants over the H200 suite; validate leave-one-family-out.
 
-    python benchmarks/fit_perf_general.py [--write] [--problems gemm__large,...]
+    python benchmarks/fit_perf_general.py [--write] [--problems gemm__large,...] [--registers]
 
 Reads the suite's truth (``benchmarks/results/suite/<problem>.jsonl``: launched, correct,
 timed configs), the config-stage predictions of ``<problem>.judge.json`` (predicted
@@ -135,6 +135,8 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(REPO)}")
     parser.add_argument("--problems", default="", help="comma-separated problem names (default: all)")
     parser.add_argument("--arch", default="h200")
+    parser.add_argument("--registers", action="store_true",
+                        help="print the least-squares register fallback (perf_general.REGISTER_*) and stop")
     args = parser.parse_args()
     arch = load_arch(args.arch)
     names = [n for n in args.problems.split(",") if n] or sorted(
@@ -142,6 +144,10 @@ def main() -> int:
     t0 = time.time()
     problems = [p for p in (load_problem(n, arch) for n in names) if p is not None]
     t1 = time.time()
+    if args.registers:
+        for label, (base, per, n) in register_fallback(problems).items():
+            print(f"{label}: registers = {base:.1f} + {per:.2f} x per thread ({n} spill-free compiles)")
+        return 0
     start = FITTED.get(f"sm_{arch.sm}", Constants())
     whole = fit(problems, start)
     families = sorted({p["family"] for p in problems})
@@ -204,6 +210,36 @@ def combined_scores(problems: list[dict], held: dict) -> tuple[dict, list[str]]:
         else:
             out[p["name"]] = held[p["name"]]
     return out, matmul
+
+
+def register_fallback(problems: list[dict]) -> dict[str, tuple[float, float, int]]:
+    """Least squares of the compiled registers (spill-free compiles) on what the fallback of
+    ``perf_general.features`` reads: elements per thread of the tile (kernels without a dot),
+    the resource model's ``register_demand_per_thread`` (dot kernels)."""
+    pairs: dict[str, list[tuple[float, float]]] = {"elements per thread (no dot)": [], "demand per thread (dot)": []}
+    for p in problems:
+        compiled = {}
+        for line in (RESULTS / f"{p['name']}.jsonl").read_text().splitlines():
+            r = json.loads(line) if line.strip() else {}
+            facts = (r.get("compile") or {}).get("facts") or {}
+            if r.get("kind") == "config" and facts.get("registers") and not facts.get("spill_bytes"):
+                compiled[key(r["config"])] = float(facts["registers"])
+        f = p["f"]
+        for i, config in enumerate(p["configs"]):
+            regs = compiled.get(key(config))
+            demand = p["facts"][i].get("register_demand_per_thread")
+            if regs is None or p["facts"][i].get("registers"):
+                continue
+            if f["dot"][i] and demand is not None:
+                pairs["demand per thread (dot)"].append((float(demand), regs))
+            elif not f["dot"][i]:
+                pairs["elements per thread (no dot)"].append((f["tile_load"][i] / f["threads_per_program"][i], regs))
+    out = {}
+    for label, xy in pairs.items():
+        x, y = np.array(xy).T
+        base, per = np.linalg.lstsq(np.vstack([np.ones_like(x), x]).T, y, rcond=None)[0]
+        out[label] = (float(base), float(per), len(x))
+    return out
 
 
 def summarise(scores: dict) -> dict:

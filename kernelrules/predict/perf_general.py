@@ -66,10 +66,12 @@ NOT_TILE = ("GROUP", "SPLIT", "NUM_SMS", "NUM_", "STAGES", "CAUSAL", "MUL_", "EV
 #: Bytes per element of a problem dtype (default 2).
 DTYPE_BYTES = {"fp8": 1, "fp8e4nv": 1, "fp8e5": 1, "int8": 1, "i8": 1, "fp16": 2, "bf16": 2, "fp32": 4, "tf32": 4,
                "i32": 4, "int32": 4, "fp64": 8, "i64": 8}
-#: Registers per thread when the resource model predicts none: a base plus the fp32 words
-#: of the tile a program keeps live (elements per thread), ``live`` copies of it. Least
-#: squares over the spill-free non-dot compiles of the H200 suite (``fit_perf_general.py
-#: --registers``): about 26 + 1.9 x elements per thread.
+#: Registers per thread when the resource model predicts none: a base plus 1.9 per element
+#: of the tile a thread holds (kernels without a dot) or per unit of the resource model's
+#: ``register_demand_per_thread`` (dot kernels). A ranking weight more than a count: least
+#: squares over the H200 suite's spill-free compiles (``fit_perf_general.py --registers``)
+#: give 27 + 1.1 x elements per thread and 43 + 0.7 x demand, but ranking with those was
+#: worse for the static pick (docs/perf-model.md, 2026-12-02), so the coarser count stays.
 #: The register model's own prediction (``register_demand``, which the resource model gives
 #: for non-dot kernels) is closer to the compiled count, but ranking with it was worse on
 #: the suite (held out, top 5 within 2% in 23 of 43 against 26), so it is not used here yet.
