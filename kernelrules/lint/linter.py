@@ -317,8 +317,7 @@ class Linter:
         propose = proposer(kernel, [dict(c.constexprs) for c, _, _ in sites], list(guessed))
         found = settle(lambda spec, change: self._probe(kernel, spec, first.replace(change), fixed),
                        signature.spec, signature.provenance, guessed, locals_=local_names(kernel_function(kernel)),
-                       propose=propose, prefetch=lambda spec, change: self.look_ahead.prefer(
-                           self.first_arch_job(kernel, spec, first.replace(change), fixed)))
+                       propose=propose)
         if found.pointer_type:
             signature.spec = dict(found.spec)
             for name in found.pointers:

@@ -39,8 +39,6 @@ class LookAhead:
         self._next = 0  # the first kernel not offered yet
         self._resolved: dict[int, ResolvedKernel] = {}
         self._keys: dict[int, str | None] = {}
-        #: A job the current kernel's guess search will probe next (:meth:`prefer`): offered before any other.
-        self._preferred: Any = None
         #: Kernel index -> (its first job, a maker of its other jobs): offered once the first one compiled.
         self._rest: dict[int, tuple[Any, Iterator[Any]]] = {}
 
@@ -74,19 +72,9 @@ class LookAhead:
         if self.enabled:
             self.linter.pool.compile_ahead(None)
 
-    def prefer(self, job: Any) -> None:
-        """The current kernel's guess search will probe ``job`` after the probe it runs now: offer it first,
-        so that the two compile side by side (a search that ends sooner leaves one compile unused)."""
-        if self.enabled:
-            self._preferred = job
-
     def next_job(self) -> Any:
-        """The next job to compile ahead: the job :meth:`prefer` named, else another config of the nearest
-        kernel whose first config compiled, else the next kernel's first job; None when none is due
-        (:data:`DEPTH` reached, no kernels left)."""
-        if self._preferred is not None:
-            job, self._preferred = self._preferred, None
-            return job
+        """The next job to compile ahead: another config of the nearest kernel whose first config compiled,
+        else the next kernel's first job; None when none is due (:data:`DEPTH` reached, no kernels left)."""
         job = self._other_job()
         if job is not None:
             return job

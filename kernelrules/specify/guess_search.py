@@ -96,8 +96,7 @@ def retryable(result: Any, locals_: set[str]) -> bool:
 
 def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: Mapping[str, Any],
            provenance: Mapping[str, str], guessed: Mapping[str, Any], *, locals_: set[str] = frozenset(),
-           budget: int = DEFAULT_BUDGET, propose: Proposer | None = None,
-           prefetch: Callable[[Mapping[str, Any], Mapping[str, Any]], None] | None = None) -> Settled:
+           budget: int = DEFAULT_BUDGET, propose: Proposer | None = None) -> Settled:
     """Search guesses until the first config compiles (within the compile time limit).
 
     ``probe(spec, changes)`` compiles the first config with signature ``spec`` and the
@@ -108,9 +107,6 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
     one a guess causes; when nothing within the budgets compiles, the proposals that got past
     the first error (so that the kernel's reason names the error it meets next). A first probe
     that runs past the time limit gets one more, with the guessed integers smaller (:data:`SMALLER`).
-    ``prefetch(spec, changes)``, when given, hears of the next try before each try of the
-    fixed list is probed, so that its compile can start meanwhile on an idle worker; it
-    changes nothing the search decides (each try is still judged by ``probe``, in order).
     """
     first = probe(spec, {})
     if first is not None and first.error_kind == "timeout":
@@ -127,11 +123,8 @@ def settle(probe: Callable[[Mapping[str, Any], Mapping[str, Any]], Any], spec: M
     tries += [(t, s, change) for t, s in variants for change in singles]
     tries = [(t, s, base) for t, s in variants if base] + tries  # the proposals' fix, then other types too
     probes = 1 + spent
-    tries = tries[:budget]
-    for index, (pointer_type, variant, change) in enumerate(tries):
+    for pointer_type, variant, change in tries[:budget]:
         probes += 1
-        if prefetch is not None and index + 1 < len(tries):
-            prefetch(tries[index + 1][1], tries[index + 1][2])
         result = probe(variant, change)
         if result is not None and result.ok:
             pointers = tuple(guessed_fp16_pointers(spec, provenance)) if pointer_type else ()

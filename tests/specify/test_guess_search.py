@@ -142,21 +142,6 @@ def test_settle_stops_at_its_budget_and_on_failures_no_guess_causes():
     assert pointer_variants({"x": "*fp16"}, {"x": "comment"}) == []
 
 
-def test_settle_names_each_next_try_before_probing_and_decides_the_same():
-    works = lambda spec, change: spec["x_ptr"] == "*fp32" and change.get("MODE") == 1  # noqa: E731
-    probe, calls = fake_probe(works)
-    heard = []
-    found = settle(probe, SPEC, PROVENANCE, {"MODE": 16}, prefetch=lambda spec, change: heard.append(
-        (dict(spec), dict(change), len(calls))))
-    plain_probe, plain_calls = fake_probe(works)
-    assert found == settle(plain_probe, SPEC, PROVENANCE, {"MODE": 16}) and calls == plain_calls
-    # each try after the first of the list was named while the one before it was about to be probed
-    # try i + 1 is named just before try i is probed (after the first probe and i tries); the search ends
-    # at the try that compiles, so the last one named is never probed
-    assert len(heard) == len(calls) - 1 and [(spec, change) for spec, change, _ in heard[:-1]] == calls[2:]
-    assert [done for _, _, done in heard] == list(range(1, len(heard) + 1))
-
-
 def test_a_first_probe_past_the_time_limit_tries_every_guessed_integer_smaller_once():
     calls = []
 
