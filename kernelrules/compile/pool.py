@@ -245,11 +245,6 @@ class CompilePool:
         self._collect_ahead()
         self._fill_workers([], self.triton_cache_dir)
 
-    def outcome(self, job: CompileJob) -> bool | None:
-        """Whether this pool compiled a job equal to ``job`` (asked for, ahead or from its cache); None when
-        it has not answered one yet."""
-        return self._ahead.outcome(job)
-
     def _pull_ahead(self) -> None:
         """Queue one more job to compile ahead when a worker could take it and none is queued."""
         if self._ahead_source is None or self._ahead.queued:
@@ -347,7 +342,6 @@ class CompilePool:
         """File the result of a job compiled ahead in the pool's cache; return the asked-for jobs it answers.
         When its worker died, those jobs are queued to compile again instead."""
         key = self._ahead.finish(job)
-        self._ahead.record(job, result.ok)
         self._store(self.cache, key, result)
         self._remember_timeout(job, key, result)
         asked = awaiting.pop(key, [])
@@ -396,9 +390,9 @@ class CompilePool:
         if cache is not None and key is not None:
             cache.put(key, result)  # type: ignore[attr-defined]
 
-    def _report(self, hook: ProgressHook | None, done: int, total: int, job: CompileJob, result: CompileResult) -> None:
-        """Note whether the job compiled (:meth:`outcome`) and call the progress hook, if any."""
-        self._ahead.record(job, result.ok)
+    @staticmethod
+    def _report(hook: ProgressHook | None, done: int, total: int, job: CompileJob, result: CompileResult) -> None:
+        """Call the progress hook, if any."""
         if hook is not None:
             hook(done, total, job, result)
 

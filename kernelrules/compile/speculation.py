@@ -19,9 +19,6 @@ from dataclasses import dataclass, field
 
 from .compilejob import CompileJob
 
-#: Outcomes kept (:attr:`Speculation.outcomes`).
-MAX_OUTCOMES = 4096
-
 
 @dataclass
 class Speculation:
@@ -31,20 +28,6 @@ class Speculation:
     queued: dict[str, CompileJob] = field(default_factory=dict)
     running: dict[int, str] = field(default_factory=dict)  # id(job) -> cache key
     claimed: set[str] = field(default_factory=set)  # keys of running jobs a caller now waits for
-    #: Whether each job the pool answered (asked for or ahead) compiled: a source of jobs ahead offers a
-    #: kernel's other configs only once its first one compiled (:meth:`outcome`).
-    outcomes: dict[CompileJob, bool] = field(default_factory=dict)
-
-    def record(self, job: CompileJob, ok: bool) -> None:
-        """Keep whether ``job`` compiled (the oldest half forgotten past :data:`MAX_OUTCOMES`)."""
-        if len(self.outcomes) >= MAX_OUTCOMES:
-            for old in list(self.outcomes)[:MAX_OUTCOMES // 2]:
-                del self.outcomes[old]
-        self.outcomes[job] = ok
-
-    def outcome(self, job: CompileJob) -> bool | None:
-        """Whether a job equal to ``job`` compiled; None when the pool has not answered one (or forgot it)."""
-        return self.outcomes.get(job)
 
     def add(self, job: CompileJob, key: str) -> None:
         """Queue ``job`` unless a job of the same key is queued or running already."""
@@ -90,4 +73,3 @@ class Speculation:
         self.queued.clear()
         self.running.clear()
         self.claimed.clear()
-        self.outcomes.clear()

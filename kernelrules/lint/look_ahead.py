@@ -7,22 +7,15 @@ other workers have nothing to do. :class:`LookAhead` is the pool's source of com
 (:meth:`~kernelrules.compile.pool.CompilePool.compile_ahead`): whenever a worker would be
 idle, it resolves the next kernel not seen yet, up to :data:`DEPTH` kernels past the
 current one (the same :func:`resolve` call the linter makes, kept for it), and offers its
-first config's compile job. Once a kernel's first config has compiled (the pool knows its
-outcome), its other configs follow, nearest kernel first: the resource model's probes (for a
-kernel with a dot), then every config the rules pass before any compile (the plain config
-stage, no model), in the list's order; these are the jobs its judging asks for when its
-guessed values stand. Nothing a kernel's judging reads changes: a compile ahead fills the
-cache its judging reads, and a kernel whose compiles are other ones (a retyped or re-guessed
-signature, a repair) finds no help.
+first config's compile job. Nothing a kernel's judging reads changes: a compile ahead fills
+the cache its judging reads, and a kernel whose compiles are other ones finds no help.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
-from ..compile.target import KernelTarget
-from ..predict.resource_model import choose_probes, synthetic_probes
-from ..specify.kernelspec import ResolvedKernel, resolve, uses_dot
+from ..specify.kernelspec import ResolvedKernel, resolve
 
 #: How many kernels past the current one may be resolved and compiled ahead.
 DEPTH = 16
@@ -39,8 +32,6 @@ class LookAhead:
         self._next = 0  # the first kernel not offered yet
         self._resolved: dict[int, ResolvedKernel] = {}
         self._keys: dict[int, str | None] = {}
-        #: Kernel index -> (its first job, a maker of its other jobs): offered once the first one compiled.
-        self._rest: dict[int, tuple[Any, Iterator[Any]]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -73,40 +64,16 @@ class LookAhead:
             self.linter.pool.compile_ahead(None)
 
     def next_job(self) -> Any:
-        """The next job to compile ahead: another config of the nearest kernel whose first config compiled,
-        else the next kernel's first job; None when none is due (:data:`DEPTH` reached, no kernels left)."""
-        job = self._other_job()
-        if job is not None:
-            return job
+        """The next kernel's first compile job, or None when none is due (:data:`DEPTH` reached, no kernels left)."""
         while self._next < len(self._kernels) and self._next <= self._current + DEPTH:
-            index = self._next
+            kernel = self._kernels[self._next]
             self._next += 1
-            job = self._first_job(self._kernels[index], index)
+            job = self._first_job(kernel)
             if job is not None:
                 return job
         return None
 
-    def _other_job(self) -> Any:
-        """The next of the other configs' jobs of the nearest kernel (the current one included) whose
-        first config compiled; kernels judged already, or whose first config failed, are dropped."""
-        for index in sorted(self._rest):
-            first, others = self._rest[index]
-            compiled = self.linter.pool.outcome(first)
-            if index < self._current or compiled is False:
-                del self._rest[index]
-                continue
-            if compiled is None:
-                continue
-            try:
-                job = next(others, None)
-            except Exception:  # noqa: BLE001 - nothing ahead for this kernel; its own turn reports what fails
-                job = None
-            if job is not None:
-                return job
-            del self._rest[index]
-        return None
-
-    def _first_job(self, kernel: Any, index: int) -> Any:
+    def _first_job(self, kernel: Any) -> Any:
         """The compile job of the kernel's first config on the first architecture, or None when there is
         nothing to compile ahead: an outcome to replay, a launch that does not resolve, no config."""
         linter, options = self.linter, self.linter.options
@@ -123,27 +90,4 @@ class LookAhead:
         self._resolved[id(kernel)] = resolved
         if not resolved.signature.complete or not resolved.sites:
             return None
-        fixed = frozenset(resolved.fixed)
-        first = linter.first_arch_job(kernel, resolved.signature.spec, resolved.sites[0][0], fixed)
-        self._rest[index] = (first, self._other_jobs(kernel, resolved, fixed))
-        return first
-
-    def _other_jobs(self, kernel: Any, resolved: ResolvedKernel, fixed: frozenset[str]) -> Iterator[Any]:
-        """The jobs, after the first config's, that the kernel's judging on the first architecture will ask
-        for if its guessed values stand: the probes, then the configs the plain config stage passes.
-        Made lazily: only once the first config compiled."""
-        linter = self.linter
-        arch = linter.archs[0]
-        target = KernelTarget.for_signature(kernel.path, kernel.name, resolved.signature.spec, fixed,
-                                            src=linter.options.src)
-        configs = [config for config, _, _ in resolved.sites]
-        plain = linter.engine.judge_many(configs, arch, kernel=dict(target.kernel_info))
-        passed = [verdict.config for verdict in plain if not verdict.rejected]
-        probes = choose_probes(passed) if uses_dot(kernel) else []
-        if probes and len(probes) < 2:  # too few to learn from: the judging goes on to made-up probes
-            probes += synthetic_probes(passed)
-        first = target.job(configs[0], arch, linter.options.timeout)
-        for config in probes + passed:
-            job = target.job(config, arch, linter.options.timeout)
-            if job != first:
-                yield job
+        return linter.first_arch_job(kernel, resolved.signature.spec, resolved.sites[0][0], frozenset(resolved.fixed))
