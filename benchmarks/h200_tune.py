@@ -117,7 +117,7 @@ def time_one_config(config: dict, args, name: str) -> dict:
 
     space_path = Path(args.space)
     doc = yaml.safe_load(space_path.read_text())
-    doc["space"] = {name: [config[name]] for name in doc["space"]}
+    doc["space"] = {param: [config[param]] for param in doc["space"]}  # one value each: the config's
     one_point = space_path.with_name(f".one-config-{space_path.name}")  # beside it: the kernel path is relative
     one_point.write_text(yaml.safe_dump(doc, sort_keys=False))
     folder = Path(args.out) / name

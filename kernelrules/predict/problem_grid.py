@@ -20,9 +20,14 @@ def programs(grid: Any, env: Mapping[str, Any]) -> int:
     if grid is None:
         raise ValueError("the problem has no grid (problem.grid): the general perf model needs the programs")
     total = 1
-    for g in grid if isinstance(grid, list) else [grid]:
+    for g in _dimensions(grid):
         total *= int(evaluate(g, env, torch_allowed=False))
     return max(1, total)
+
+
+def _dimensions(grid: Any) -> list:
+    """The grid's dimension expressions (one expression is a one-dimensional grid)."""
+    return grid if isinstance(grid, list) else [grid]
 
 
 def exact_programs(grid: Any, env: Mapping[str, Any]) -> float:
@@ -31,7 +36,7 @@ def exact_programs(grid: Any, env: Mapping[str, Any]) -> float:
     from ..expr.safeexpr import evaluate
 
     total = 1.0
-    for g in grid if isinstance(grid, list) else [grid]:
+    for g in _dimensions(grid):
         try:
             total *= float(evaluate(_exact_text(str(g)), env, torch_allowed=False))
         except Exception:  # noqa: BLE001 - an expression it cannot rewrite: as launched
