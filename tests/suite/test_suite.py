@@ -150,6 +150,17 @@ def test_metrics_on_known_records():
     assert (m["facts_compared"], m["shared_equal"], m["spills_equal"]) == (3, 3, 3)
 
 
+def test_the_sweep_best_reference_is_its_fastest_timing_in_the_run():
+    best = {"BLOCK": 64, "num_warps": 4}
+    run = {"records": [{"config": best, "ms": 0.009}, {"config": {"BLOCK": 32, "num_warps": 4}, "ms": 0.004}],
+           "timed_config": {"config": best, "final_ms": 0.006, "rounds_ms": [0.005, 0.006, 0.027]}}
+    timings = suite_report.sweep_best_timings(run, suite_report.key(best))
+    assert sorted(timings) == [0.005, 0.006, 0.009, 0.027]  # the other config's 0.004 is not the sweep's best
+    run["timed_config"].pop("rounds_ms")
+    assert min(suite_report.sweep_best_timings(run, suite_report.key(best))) == 0.006
+    assert suite_report.sweep_best_timings(run, None) == []
+
+
 def test_spearman_of_reversed_orders_is_minus_one():
     assert suite_report.spearman([1, 2, 3, 4], [40, 30, 20, 10]) == pytest.approx(-1.0)
     assert suite_report.spearman([1, 2], [1, 2]) is None
