@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from . import amdgcn as amdgcn_reader
 from . import ptx as ptx_reader
 from . import sass
-from .irgraph import ASYNC_LOAD_OPS, TMA_LOAD_OPS, DotInfo, IrGraph
+from .irgraph import ASYNC_LOAD_OPS, DOT_OPS, TMA_LOAD_OPS, DotInfo, IrGraph
 from .mlir import MlirParseError, Operation, parse
 from .mlir_text import dtype_bits
 from .ptx import PtxListing
@@ -121,7 +121,10 @@ def _largest_dot(dots: list[DotInfo]) -> dict:
 
 
 def _dot_count(ttir: str | None, dots: list[DotInfo]) -> int:
-    """tl.dot calls after inlining: TTIR's dots (TTGIR may peel a loop and copy one)."""
+    """tl.dot calls after inlining: TTIR's dots (TTGIR may peel a loop and copy one). A TTIR that
+    names no dot op has none: it is not parsed (most kernels; a parse is most of the analysis)."""
+    if ttir and not any(name in ttir for name in DOT_OPS):
+        return 0
     if ttir:
         try:
             return len(IrGraph(parse(ttir)).dots())

@@ -9,6 +9,7 @@ so that each of those modules stays about one thing.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,45 +23,58 @@ def mask_strings(text: str) -> str:
 
     Searching the masked copy for brackets, ``%`` names or ``loc(`` can never match
     inside a file path or a string attribute, and indices stay valid for ``text``.
+    An escaped character (``\\"``) stays inside; a string never closed runs to the end.
     """
-    out = list(text)
-    inside = escaped = False
-    for i, ch in enumerate(text):
-        if inside:
-            if escaped:
-                escaped = False
-                out[i] = "_"
-            elif ch == "\\":
-                escaped = True
-                out[i] = "_"
-            elif ch == '"':
-                inside = False
-            else:
-                out[i] = "_"
-        elif ch == '"':
-            inside = True
-    return "".join(out)
+    if '"' not in text:
+        return text
+    return _STRING.sub(lambda m: '"' + "_" * len(m.group(1)) + m.group(2), text)
+
+
+#: A string literal: its inside (escapes included, to the end when it never closes) and its closing quote.
+_STRING = re.compile(r'"((?:[^"\\]|\\.|\\\Z)*)("?)', re.S)
+#: The characters that open or close a bracket; the ``>`` of an arrow ``->`` is not one.
+_BRACKET = re.compile(r"[(\[{<)\]}]|(?<!-)>")
 
 
 def depth_map(masked: str) -> list[int]:
     """Bracket depth in front of each character of ``masked``.
 
     ``<``/``>`` count as brackets (types and attributes use them); the ``>`` of an
-    arrow ``->`` never closes one.
+    arrow ``->`` never closes one. (Only the brackets are visited: this runs on every line of a dump.)
     """
-    depth, depths = 0, []
-    for i, ch in enumerate(masked):
-        depths.append(depth)
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}" or (ch == ">" and (i == 0 or masked[i - 1] != "-")):
-            depth = max(0, depth - 1)
+    depths = [0] * len(masked)
+    depth, start = 0, 0
+    for match in _BRACKET.finditer(masked):
+        i = match.start()
+        if depth:
+            depths[start:i + 1] = [depth] * (i + 1 - start)
+        depth = depth + 1 if masked[i] in "([{<" else max(0, depth - 1)
+        start = i + 1
+    if depth:
+        depths[start:] = [depth] * (len(masked) - start)
     return depths
 
 
 def depth0_positions(masked: str, wanted: str) -> list[int]:
     """Indices of the characters in ``wanted`` that sit outside every bracket pair."""
-    return [i for i, d in enumerate(depth_map(masked)) if d == 0 and masked[i] in wanted]
+    if not any(ch in masked for ch in wanted):
+        return []
+    found, depth = [], 0
+    for match in _depth0_pattern(wanted).finditer(masked):
+        i, ch = match.start(), match.group()
+        if depth == 0 and ch in wanted:
+            found.append(i)
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}" or (ch == ">" and (i == 0 or masked[i - 1] != "-")):
+            depth = max(0, depth - 1)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _depth0_pattern(wanted: str) -> re.Pattern:
+    """The brackets and the ``wanted`` characters, one match each."""
+    return re.compile("[" + re.escape("([{<)]}>" + wanted) + "]")
 
 
 def matching_close(masked: str, start: int) -> int:

@@ -88,10 +88,22 @@ class ArchJudging:
     records: list[PruneRecord] = field(default_factory=list)
     #: The compile stage's survivors, each with its compile result and (AMD) its VGPR need.
     compiled: list[tuple[PruneRecord, CompileResult, Any]] = field(default_factory=list)
+    #: Whether the configs are compiled in this judging (the compile and compiled stages run).
+    compiling: bool = False
+    #: Whether a few configs are compiled before any probe (``judge_arch(defer_probes=True)``).
+    defer_probes: bool = False
+    #: The model's learning, put off until a rejection needs predictions (:func:`predict_stage`).
+    deferred: Callable[[], ResourceModel | None] | None = None
 
     def predict(self, config: KernelConfig) -> dict[str, Any]:
         """The resource model's predicted facts of ``config`` (none without a model)."""
         return self.model.predict(config) if self.model is not None else {}
+
+    def learn_deferred(self) -> None:
+        """Learn the model now if its probes were put off: a rejection's repair search needs predictions."""
+        if self.deferred is not None:
+            learn, self.deferred = self.deferred, None
+            self.model = learn()
 
 
 #: One named stage: it reads and extends the architecture's judging in place.
@@ -243,23 +255,31 @@ class ConfigJudge:
 
     def model_for(self, configs: Sequence[KernelConfig], arch: Any) -> ResourceModel | None:
         """The resource model learned from the configs no config-stage rule rejects (None if none passes)."""
-        plain = self.engine.judge_many(configs, arch, kernel=dict(self.target.kernel_info))
-        candidates = [v.config for v in plain if not v.rejected]
+        candidates = self.plain_survivors(configs, arch)
         return self.learn_model(candidates, arch) if candidates else None
+
+    def plain_survivors(self, configs: Sequence[KernelConfig], arch: Any) -> list[KernelConfig]:
+        """The configs no config-stage rule rejects without predictions: the probes' candidates."""
+        plain = self.engine.judge_many(configs, arch, kernel=dict(self.target.kernel_info))
+        return [v.config for v in plain if not v.rejected]
 
     # -- judging ------------------------------------------------------------------
 
     def judge_arch(self, configs: Sequence[KernelConfig], arch: Any, compile: bool,
                    problem: Mapping[str, Any], probe: bool = True,
                    model: ResourceModel | None = None,
-                   verify_repairs: bool = True) -> tuple[list[PruneRecord], ResourceModel | None]:
+                   verify_repairs: bool = True,
+                   defer_probes: bool = False) -> tuple[list[PruneRecord], ResourceModel | None]:
         """All records of one architecture; ``probe=False`` skips the resource model (no dot to model).
 
         ``model``, a resource model learned earlier for this kernel and architecture,
         spares the probe compiles (a judge that lives across calls passes its own). The stages
         of :meth:`add_stages` run in their order, but for ``repairs`` with ``verify_repairs=False``.
+        ``defer_probes`` (lint): with ``compile`` and at most :data:`COMPILE_FIRST_CONFIGS` configs,
+        the configs are compiled first and the model is learned only if a rejection needs it.
         """
-        judging = ArchJudging(list(configs), arch, problem, dict(self.target.kernel_info), probe, model)
+        judging = ArchJudging(list(configs), arch, problem, dict(self.target.kernel_info), probe, model,
+                              compiling=compile, defer_probes=defer_probes)
         stages: dict[str, Stage] = {}
         self.add_stages(stages, compile)
         stages.pop("repairs" if not verify_repairs else "", None)
@@ -295,18 +315,40 @@ class ConfigJudge:
         return needs
 
 
+#: With ``defer_probes``, a kernel with at most this many configs that pass the plain rules is compiled
+#: before any probe: the probes (two to four compiles) would cost about as much as the compiles they could
+#: spare. In a cold lint of fla-core (482 kernels) they were 759 of 2,800 compiles and 586 of 1,600 worker
+#: seconds, 296 s of them for its 166 single-config kernels with a dot, and spared 4 compiles in all.
+COMPILE_FIRST_CONFIGS = 4
+
+
 def predict_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
-    """Learn the resource model from probe compiles, unless one was given or probing is off."""
-    if judging.model is None and judging.probe:
-        judging.model = judge.model_for(judging.configs, judging.arch)
+    """Learn the resource model from probe compiles, unless one was given or probing is off; with
+    ``defer_probes``, put the learning off for a few configs that are compiled anyway."""
+    if judging.model is not None or not judging.probe:
+        return
+    candidates = judge.plain_survivors(judging.configs, judging.arch)
+    if not candidates:
+        return
+    learn = lambda: judge.learn_model(candidates, judging.arch)  # noqa: E731
+    if judging.compiling and judging.defer_probes and len(candidates) <= COMPILE_FIRST_CONFIGS:
+        judging.deferred = learn
+        return
+    judging.model = learn()
 
 
 def config_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
-    """Judge every config on the predicted facts (predicted once each); find a repair for each rejected one."""
+    """Judge every config on the predicted facts (predicted once each); find a repair for each rejected one.
+    Without the deferred model's predictions, a rejection learns the model and judges every config again."""
     engine, arch, kernel = judge.engine, judging.arch, judging.kernel
     predicted: dict[int, dict[str, Any]] = {}  # by id: the configs stay in judging.configs meanwhile
     facts_of = lambda c: predicted.get(id(c)) or predicted.setdefault(id(c), judging.predict(c))  # noqa: E731
-    for verdict in engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=facts_of):
+    verdicts = engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=facts_of)
+    if judging.deferred is not None and any(v.rejected for v in verdicts):
+        judging.learn_deferred()
+        predicted.clear()
+        verdicts = engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=facts_of)
+    for verdict in verdicts:
         facts = facts_of(verdict.config)
         if verdict.rejected:
             found = engine.repair(verdict.config, arch, kernel=kernel, facts=facts, problem=judging.problem,
@@ -327,17 +369,28 @@ def compile_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
 
 def compiled_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
     """Judge each compiled survivor again on its compiled facts."""
-    arch = judging.arch
     for record, result, need in judging.compiled:
         config = record.verdict.config
-        facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout,
-                               predicted=record.facts)
-        if need is not None and result.ok:
-            facts["vgpr_need"] = need
-        verdict = judge.engine.check(config, arch, kernel=judging.kernel, facts=facts, problem=judging.problem,
-                                     facts_fn=judging.predict, stage="compiled")
+        deferred = judging.deferred is not None
+        verdict, facts = _judge_compiled(judge, judging, config, result, need, record.facts, repair=not deferred)
+        if verdict.rejected and deferred:
+            # The repair search needs the model's predictions (and the dot's dimensions) after all.
+            judging.learn_deferred()
+            verdict, facts = _judge_compiled(judge, judging, config, result, need, judging.predict(config))
         verdict.stage = "compiled"
         record.verdict, record.facts = verdict, facts
+
+
+def _judge_compiled(judge: ConfigJudge, judging: ArchJudging, config: KernelConfig, result: CompileResult,
+                    need: Any, predicted: Mapping[str, Any], repair: bool = True) -> tuple[Verdict, dict[str, Any]]:
+    """One compiled config's verdict (a rejected one with its repair, unless ``repair`` is false) and facts."""
+    arch = judging.arch
+    facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout, predicted=predicted)
+    if need is not None and result.ok:
+        facts["vgpr_need"] = need
+    verdict = judge.engine.check(config, arch, kernel=judging.kernel, facts=facts, problem=judging.problem,
+                                 repair=repair, facts_fn=judging.predict, stage="compiled")
+    return verdict, facts
 
 
 def repairs_stage(judge: ConfigJudge, judging: ArchJudging) -> None:

@@ -452,7 +452,7 @@ class Linter:
             compiled = self.options.stage == "compiled"
             results = []
             for arch in self.archs:
-                records, model = pruner.judge_arch(configs, arch, compiled, {}, probe=probe)
+                records, model = pruner.judge_arch(configs, arch, compiled, {}, probe=probe, defer_probes=True)
                 results.append((arch, records))
                 if probe and model is None and not compiled and any(not r.verdict.rejected for r in records):
                     reason = pruner.model_errors.get(arch.name, "no probe compiled")

@@ -84,3 +84,60 @@ def test_the_config_stage_predicts_each_config_once(judge):
     config_stage(judge, judging)
     assert sorted(asked) == sorted(c.key() for c in configs)  # once each: judged and recorded on the same facts
     assert [r.facts["example_fact"] for r in judging.records] == [32768, 65536, 131072]
+
+
+def _labelled_compiles(judge, monkeypatch) -> list[str]:
+    """The label of every batch this judge compiles (``probing ...``, ``compiling ...``), in order."""
+    labels: list[str] = []
+    compile_many = judge.compile_many
+
+    def counting(configs, arch, label):
+        if configs:
+            labels.append(label.split()[0])
+        return compile_many(configs, arch, label)
+
+    monkeypatch.setattr(judge, "compile_many", counting)
+    return labels
+
+
+def _tile(m: int, n: int, k: int, stages: int) -> KernelConfig:
+    return KernelConfig.from_dict({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_SIZE_M": 8,
+                                   "num_warps": 4, "num_stages": stages})
+
+
+def test_deferred_probes_judge_one_config_on_its_compile_alone(judge, monkeypatch):
+    labels = _labelled_compiles(judge, monkeypatch)
+    fits = _tile(64, 64, 32, 2)
+    records, model = judge.judge_arch([fits], load_arch("ada"), True, {}, defer_probes=True)
+    assert labels == ["compiling"] and model is None  # no probe: nothing needed a prediction
+    assert [(r.verdict.verdict, r.verdict.stage, r.facts["origin"]) for r in records] == [("pass", "compiled", "compiled")]
+    eager, _model = judge.judge_arch([fits], load_arch("ada"), True, {})
+    assert [d.code for d in records[0].verdict.diagnostics] == [d.code for d in eager[0].verdict.diagnostics]
+
+
+def test_deferred_probes_are_learned_when_a_compiled_rejection_needs_a_repair(judge, monkeypatch):
+    labels = _labelled_compiles(judge, monkeypatch)
+    too_big = _tile(128, 128, 64, 5)  # 4 buffers x (128x64 + 64x128) x 2 bytes = 128 KiB: over Ada's 99 KiB
+    records, model = judge.judge_arch([too_big], load_arch("ada"), True, {}, defer_probes=True)
+    assert labels[0] == "compiling" and "probing" in labels and model is not None
+    verdict = records[0].verdict
+    assert verdict.verdict == "reject" and verdict.stage == "compiled"
+    assert verdict.repair is not None and records[0].facts["shared_bytes"] > 101376  # the opt-in limit per block
+
+
+def test_deferral_is_only_for_few_configs_that_are_compiled(judge, monkeypatch):
+    from kernelrules.judge import pipeline
+
+    learned = []
+    monkeypatch.setattr(judge, "learn_model", lambda candidates, arch: learned.append(len(candidates)) or "model")
+    arch = load_arch("ada")
+    few = [_tile(64, 64, 32, 2), _tile(32, 64, 32, 2)]
+    many = few + [_tile(m, n, 32, 3) for m in (16, 128) for n in (16, 32, 128)][: pipeline.COMPILE_FIRST_CONFIGS + 1 - len(few)]
+    cases = [(few, True, True, None), (few, False, True, "model"), (few, True, False, "model"),
+             (many, True, True, "model")]
+    for configs, compiling, defer, model in cases:
+        judging = ArchJudging(list(configs), arch, {}, dict(judge.target.kernel_info), True, None,
+                              compiling=compiling, defer_probes=defer)
+        predict_stage(judge, judging)
+        assert judging.model == model and (judging.deferred is not None) == (model is None)
+    assert learned == [2, 2, len(many)]
