@@ -33,26 +33,11 @@ from ..predict.register_model import distinct, fit as fit_registers, read_live_t
 from ..predict.resource_model import ModelError, ResourceModel, choose_probes, learn, probe_from_facts, read_probe, synthetic_probes
 from ..space import Space
 
-#: Facts copied into the JSON record (the rest stays available in Python), declared in the fact catalogue.
-from .facts_catalogue import REPORTED_FACTS
+# The stages and their shared state live in stages.py; imported here under the names users know.
+from .stages import (COMPILE_FIRST_CONFIGS, ArchJudging, PruneRecord, Stage, compile_stage, compiled_stage,  # noqa: F401
+                     config_stage, passes_compiled, predict_stage, repairs_stage)
 
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass
-class PruneRecord:
-    """The judgement of one config on one architecture."""
-
-    verdict: Verdict
-    facts: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """The record format of ``kernelrules prune --format json``."""
-        v = self.verdict
-        return {"config": v.config.to_dict(), "arch": v.arch, "verdict": v.verdict, "stage": v.stage,
-                "diagnostics": [d.to_json() for d in v.diagnostics],
-                "facts": {k: self.facts[k] for k in REPORTED_FACTS if k in self.facts},
-                "repair": None if v.repair is None else v.repair.to_dict()}
 
 
 @dataclass
@@ -73,41 +58,6 @@ class PruneResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"results": [r.to_json() for r in self.records], "models": self.models, "notes": self.notes}
-
-
-@dataclass
-class ArchJudging:
-    """What the stages of one architecture's judging share: the inputs, the model and the records so far."""
-
-    configs: list[KernelConfig]
-    arch: Any
-    problem: Mapping[str, Any]
-    kernel: dict[str, Any]
-    probe: bool
-    model: ResourceModel | None
-    records: list[PruneRecord] = field(default_factory=list)
-    #: The compile stage's survivors, each with its compile result and (AMD) its VGPR need.
-    compiled: list[tuple[PruneRecord, CompileResult, Any]] = field(default_factory=list)
-    #: Whether the configs are compiled in this judging (the compile and compiled stages run).
-    compiling: bool = False
-    #: Whether a few configs are compiled before any probe (``judge_arch(defer_probes=True)``).
-    defer_probes: bool = False
-    #: The model's learning, put off until a rejection needs predictions (:func:`predict_stage`).
-    deferred: Callable[[], ResourceModel | None] | None = None
-
-    def predict(self, config: KernelConfig) -> dict[str, Any]:
-        """The resource model's predicted facts of ``config`` (none without a model)."""
-        return self.model.predict(config) if self.model is not None else {}
-
-    def learn_deferred(self) -> None:
-        """Learn the model now if its probes were put off: a rejection's repair search needs predictions."""
-        if self.deferred is not None:
-            learn, self.deferred = self.deferred, None
-            self.model = learn()
-
-
-#: One named stage: it reads and extends the architecture's judging in place.
-Stage = Callable[["ConfigJudge", ArchJudging], None]
 
 
 class ConfigJudge:
@@ -313,106 +263,6 @@ class ConfigJudge:
             for i, ref in zip(capped, self.compile_many(plain, arch, f"compiling {arch.name} without waves_per_eu")):
                 needs[i] = (ref.facts or {}).get("registers") if ref.ok else None
         return needs
-
-
-#: With ``defer_probes``, a kernel with at most this many configs that pass the plain rules is compiled
-#: before any probe: the probes (two to four compiles) would cost about as much as the compiles they could
-#: spare. In a cold lint of fla-core (482 kernels) they were 759 of 2,800 compiles and 586 of 1,600 worker
-#: seconds, 296 s of them for its 166 single-config kernels with a dot, and spared 4 compiles in all.
-COMPILE_FIRST_CONFIGS = 4
-
-
-def predict_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
-    """Learn the resource model from probe compiles, unless one was given or probing is off; with
-    ``defer_probes``, put the learning off for a few configs that are compiled anyway."""
-    if judging.model is not None or not judging.probe:
-        return
-    candidates = judge.plain_survivors(judging.configs, judging.arch)
-    if not candidates:
-        return
-    learn = lambda: judge.learn_model(candidates, judging.arch)  # noqa: E731
-    if judging.compiling and judging.defer_probes and len(candidates) <= COMPILE_FIRST_CONFIGS:
-        judging.deferred = learn
-        return
-    judging.model = learn()
-
-
-def config_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
-    """Judge every config on the predicted facts (predicted once each); find a repair for each rejected one.
-    Without the deferred model's predictions, a rejection learns the model and judges every config again."""
-    engine, arch, kernel = judge.engine, judging.arch, judging.kernel
-    predicted: dict[int, dict[str, Any]] = {}  # by id: the configs stay in judging.configs meanwhile
-    facts_of = lambda c: predicted.get(id(c)) or predicted.setdefault(id(c), judging.predict(c))  # noqa: E731
-    verdicts = engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=facts_of)
-    if judging.deferred is not None and any(v.rejected for v in verdicts):
-        judging.learn_deferred()
-        predicted.clear()
-        verdicts = engine.judge_many(judging.configs, arch, kernel=kernel, facts_fn=facts_of)
-    for verdict in verdicts:
-        facts = facts_of(verdict.config)
-        if verdict.rejected:
-            found = engine.repair(verdict.config, arch, kernel=kernel, facts=facts, problem=judging.problem,
-                                  facts_fn=judging.predict, frozen=judge.target.fixed)
-            if found is not None:
-                verdict.repair, verdict.repair_steps = found
-        judging.records.append(PruneRecord(verdict, facts))
-
-
-def compile_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
-    """Compile every config the config stage passed (and, on AMD, find its VGPR need)."""
-    arch = judging.arch
-    survivors = [r for r in judging.records if not r.verdict.rejected]
-    configs = [r.verdict.config for r in survivors]
-    results = judge.compile_many(configs, arch, f"compiling {arch.name}")
-    judging.compiled = list(zip(survivors, results, judge.vgpr_need(configs, results, arch)))
-
-
-def compiled_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
-    """Judge each compiled survivor again on its compiled facts."""
-    for record, result, need in judging.compiled:
-        config = record.verdict.config
-        deferred = judging.deferred is not None
-        verdict, facts = _judge_compiled(judge, judging, config, result, need, record.facts, repair=not deferred)
-        if verdict.rejected and deferred:
-            # The repair search needs the model's predictions (and the dot's dimensions) after all.
-            judging.learn_deferred()
-            verdict, facts = _judge_compiled(judge, judging, config, result, need, judging.predict(config))
-        verdict.stage = "compiled"
-        record.verdict, record.facts = verdict, facts
-
-
-def _judge_compiled(judge: ConfigJudge, judging: ArchJudging, config: KernelConfig, result: CompileResult,
-                    need: Any, predicted: Mapping[str, Any], repair: bool = True) -> tuple[Verdict, dict[str, Any]]:
-    """One compiled config's verdict (a rejected one with its repair, unless ``repair`` is false) and facts."""
-    arch = judging.arch
-    facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout, predicted=predicted)
-    if need is not None and result.ok:
-        facts["vgpr_need"] = need
-    verdict = judge.engine.check(config, arch, kernel=judging.kernel, facts=facts, problem=judging.problem,
-                                 repair=repair, facts_fn=judging.predict, stage="compiled")
-    return verdict, facts
-
-
-def repairs_stage(judge: ConfigJudge, judging: ArchJudging) -> None:
-    """Compile each suggested repair once; drop the suggestion if the compiled facts reject it."""
-    arch = judging.arch
-    records = [r for r in judging.records if r.verdict.repair is not None]
-    repairs = {r.verdict.repair.key(): r.verdict.repair for r in records}
-    configs = list(repairs.values())
-    ok = {}
-    for config, result in zip(configs, judge.compile_many(configs, arch, f"checking repairs {arch.name}")):
-        ok[config.key()] = passes_compiled(judge, config, arch, result, judging.problem)
-    for record in records:
-        if not ok.get(record.verdict.repair.key(), False):
-            record.verdict.repair, record.verdict.repair_steps = None, ()
-
-
-def passes_compiled(judge: ConfigJudge, config: KernelConfig, arch: Any, result: CompileResult,
-                    problem: Mapping[str, Any] | None = None) -> bool:
-    """Whether the rules pass ``config`` on the facts of its compile ``result`` (a failed compile never passes)."""
-    facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout)
-    kernel, problem = dict(judge.target.kernel_info), dict(problem or {})
-    return not judge.engine.judge(config, arch, kernel=kernel, facts=facts, problem=problem).rejected
 
 
 def check_target(target: KernelTarget, configs: Sequence[KernelConfig], archs: Sequence[Any]) -> None:
