@@ -28,6 +28,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from suite_smoke import families as family_folders  # noqa: E402
+
 RESULTS = REPO / "benchmarks" / "results" / "suite" / "cross_arch.json"
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_100", "sm_120")
 TIMEOUT = 30.0
@@ -38,10 +42,11 @@ HEAVY_SPILL_BYTES = 320
 
 
 def families() -> list[str]:
-    return sorted(p.name for p in (REPO / "benchmarks" / "suite").iterdir() if p.is_dir())
+    """The suite's family names (:func:`suite_smoke.families`)."""
+    return [folder.name for folder in family_folders()]
 
 
-def sample_problem(space_path: Path, arch_name: str, per_side: int, pool, cache) -> list[dict]:
+def sample_problem(space_path: Path, arch_name: str, per_side: int, pool) -> list[dict]:
     """The sampled configs of one space on one architecture, each with both verdicts."""
     from kernelrules.arch import load_arch
     from kernelrules.compile.target import KernelTarget
@@ -51,9 +56,8 @@ def sample_problem(space_path: Path, arch_name: str, per_side: int, pool, cache)
 
     space = load_space(space_path)
     arch = load_arch(arch_name)
-    target = KernelTarget(space.kernel_path, space.kernel_name, space.signature, space.kernel_info(),
-                          frozenset(space.fixed))
-    judge = ConfigJudge(target, timeout=TIMEOUT, pool=pool, cache=cache)
+    target = KernelTarget.from_space(space)
+    judge = ConfigJudge(target, timeout=TIMEOUT, pool=pool)  # the pool's own (temporary) cache
     records, model = judge.judge_arch(list(space.configs()), arch, False, space.problem)
     rng = random.Random(f"{space_path.parent.name}/{arch_name}")
     rejected = [r for r in records if r.verdict.rejected]
@@ -98,11 +102,10 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, CompilePool(max_workers=args.jobs, timeout=TIMEOUT,
                                                            cache=ResultCache(tmp)) as pool:
-        cache = ResultCache(tmp)
         for family in picked:
             space_path = REPO / "benchmarks" / "suite" / family / f"{args.shape}.tune.yaml"
             for arch_name in args.archs.split(","):
-                found = sample_problem(space_path, arch_name, args.per_side, pool, cache)
+                found = sample_problem(space_path, arch_name, args.per_side, pool)
                 rows.extend(found)
                 print(family, arch_name, [(r["config_stage"], r["compiled"], r["compile"]) for r in found], flush=True)
     out = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, no GPU, {args.jobs} compile workers",

@@ -495,8 +495,8 @@ def live_rows(ms: list[dict], live: dict) -> list[dict]:
         first = min((r["elapsed_s"] for r in run["records"] if r.get("status") in ("better", "slower")
                      and r.get("elapsed_s") is not None), default=None)
         sweep_best = key(m["best_config"]) if m.get("best_config") else None
-        ratio = min(sweep_best_timings(run, sweep_best), default=None)
-        ratio = ratio / m["best_ms"] if ratio else None
+        fastest = min(sweep_best_timings(run, sweep_best), default=None)
+        ratio = fastest / m["best_ms"] if fastest else None
         # The same band around the sweep's best config as this run timed it, where that was slower than in the
         # sweep: the sweep ran on another machine and day, so its absolute time may be out of reach here.
         in_run_s, _ = time_to_within(run["records"], m["best_ms"] * max(1.0, ratio or 1.0))

@@ -25,8 +25,7 @@ from typing import Any, Callable, Mapping, MutableMapping, Sequence
 from ..compile.cache import UNCACHED_KINDS, ResultCache
 from ..compile.compilejob import CompileJob, CompileResult
 from ..config import KernelConfig
-from .engine import Engine, Verdict, default_engine
-from .facts import compiled_facts
+from .engine import Engine, default_engine
 from ..compile.target import KernelTarget
 from ..compile.pool import CompilePool
 from ..predict.register_model import distinct, fit as fit_registers, read_live_tensors, register_probes

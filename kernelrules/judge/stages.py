@@ -24,6 +24,7 @@ from .facts_catalogue import REPORTED_FACTS
 #: The :class:`kernelrules.judge.pipeline.ConfigJudge` a stage calls back into (not imported: it imports this).
 Judge = Any
 
+
 @dataclass
 class PruneRecord:
     """The judgement of one config on one architecture."""
