@@ -17,7 +17,6 @@ Works on TTIR and TTGIR; layout questions need TTGIR.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -25,6 +24,7 @@ from typing import Iterable
 from .mlir import Module, Operation, Value, parse
 from .mlir_loc import SourceLocation
 from .mlir_text import MlirType, parse_attribute
+from .shared_buffers import SharedBuffer, shared_buffers
 
 DOT_OPS = frozenset({"tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled"})
 #: Ops that read global memory: the data they produce is "loaded".
@@ -98,43 +98,6 @@ class DotInfo:
         for key in ("a", "b", "c"):
             info = getattr(self, key)
             out[key] = info.to_dict() if info else None
-        return {k: v for k, v in out.items() if v is not None}
-
-
-@dataclass(eq=False)
-class SharedBuffer:
-    """One ``local_alloc``: full shape, buffers (leading dim when multi-buffered), layout."""
-
-    op: Operation
-    shape: tuple[int, ...]
-    dtype: str | None
-    element_bits: int | None
-    num_buffers: int
-    layout: dict
-    encoding: str | None
-    mutable: bool
-
-    @property
-    def buffer_shape(self) -> tuple[int, ...]:
-        return self.shape[1:] if self.num_buffers > 1 else self.shape
-
-    @property
-    def bytes(self) -> int | None:
-        if self.element_bits is None:
-            return None
-        return math.prod(self.shape) * self.element_bits // 8
-
-    @property
-    def is_barrier(self) -> bool:
-        """mbarriers are 64-bit shared allocations."""
-        return self.dtype == "i64"
-
-    def to_dict(self) -> dict:
-        out = {"name": self.op.result_names[0] if self.op.result_names else None, "shape": list(self.shape),
-               "buffer_shape": list(self.buffer_shape), "num_buffers": self.num_buffers, "dtype": self.dtype,
-               "bytes": self.bytes, "encoding": self.encoding, "layout": dict(self.layout),
-               "mutable": self.mutable, "barrier": self.is_barrier,
-               "location": str(self.op.location) if self.op.location else None}
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -373,17 +336,7 @@ class IrGraph:
 
     def shared_layouts(self) -> list[SharedBuffer]:
         """Each ``ttg.local_alloc`` with shape, dtype, buffer count and parsed layout."""
-        buffers = []
-        for op in self.module.ops_named("ttg.local_alloc"):
-            mlir_type = op.result_types[0] if op.result_types else None
-            if mlir_type is None:
-                continue
-            indexed = any(u.name in ("ttg.memdesc_index", "ttg.memdesc_subview") for u in self.users(op.results[0]))
-            count = mlir_type.shape[0] if indexed and not op.operands and len(mlir_type.shape) > 1 else 1
-            buffers.append(SharedBuffer(op, mlir_type.shape, mlir_type.dtype, mlir_type.element_bits, count,
-                                        self.layout(mlir_type.encoding), mlir_type.encoding, mlir_type.mutable))
-        return buffers
-
+        return shared_buffers(self)
 
 def _dot_operands(op: Operation) -> list[Value | None]:
     """A, B, C values of a dot-like op (``tt.dot_scaled`` interleaves optional scales)."""

@@ -34,7 +34,8 @@ class PredictPlan:
     def __init__(self, model: Any) -> None:
         dots = model.dots
         self.applies = (not model.mfma and not model.tcgen05 and model.registers is None and len(dots) == 1
-                        and dots[0].lowering != "fma")
+                        and dots[0].lowering != "fma"
+                        and not any(t.converts is not None for terms in model.paths.values() for t in terms))
         if not self.applies:
             return
         self.dot = dots[0]

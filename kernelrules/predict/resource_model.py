@@ -81,6 +81,9 @@ class AllocTerm:
     element_bits: int
     stage_offset: int | None  # buffers = max(1, num_stages + stage_offset) when multi-buffered
     count: int = 1  # buffers when the count does not follow num_stages
+    # an MMA accumulator converted into this dot operand (0: A, 1: B) through shared memory, which
+    # mma.sync needs only when the operand's rows are spread over warps (see ``conversion_needed``)
+    converts: int | None = None
 
     def buffers(self, num_stages: int) -> int:
         """How many copies of the buffer a config with ``num_stages`` allocates."""
@@ -102,7 +105,11 @@ class AllocTerm:
             count = str(self.count)
         else:
             count = "num_stages" + (f" {'+' if self.stage_offset > 0 else '-'} {abs(self.stage_offset)}" if self.stage_offset else "")
-        return f"max(1, {count}) x {shape} x {self.element_bits // 8} B" if self.stage_offset is not None else f"{count} x {shape} x {self.element_bits // 8} B"
+        text = (f"max(1, {count}) x {shape} x {self.element_bits // 8} B" if self.stage_offset is not None
+                else f"{count} x {shape} x {self.element_bits // 8} B")
+        if self.converts is not None:
+            text += f" (accumulator to dot operand {'AB'[self.converts]}, when the warps split it)"
+        return text
 
 
 @dataclass(frozen=True)
@@ -239,8 +246,7 @@ class ResourceModel:
         other_path, terms = next(iter(self.paths.items()))
         shift = (0 if path in FULL_BUFFER_PATHS else -1) - (0 if other_path in FULL_BUFFER_PATHS else -1)
         return tuple(
-            AllocTerm(t.dims, t.element_bits, None if t.stage_offset is None else t.stage_offset + shift, t.count)
-            for t in terms
+            replace(t, stage_offset=None if t.stage_offset is None else t.stage_offset + shift) for t in terms
         )
 
     def live_sets(self, path: str, num_stages: int) -> tuple[tuple[int, ...], ...]:
@@ -250,11 +256,37 @@ class ResourceModel:
         table = self.live_unpipelined if num_stages <= 1 else self.live
         return table.get(path, ())
 
-    def buffers_bytes(self, path: str, values: Mapping[str, Any], num_stages: int) -> tuple[int, int]:
+    def conversion_needed(self, term: AllocTerm, path: str, values: Mapping[str, Any], num_warps: int) -> bool:
+        """Whether a config allocates ``term``, an MMA accumulator converted into a dot operand.
+
+        Triton 3.6 (AccelerateMatmul's warpsPerTileV2) lays chained mma.sync dots out with all
+        warps along M when the dot it rewrites first (the last one) has M >= N, else all along N;
+        the conversion stays in registers unless the operand's rows (A) or columns (B) are split
+        over warps. Measured on sm_89 cross-compiles of attention: the ``P`` tile takes
+        ``BLOCK_M x BLOCK_N x 2`` bytes only when ``BLOCK_M < HEAD_DIM`` (and more than one
+        warp). Other paths keep the
+        allocation whenever the probes showed it.
+        """
+        if term.converts is None or path != "mma_sync" or self.mfma:
+            return True
+        if num_warps <= 1:
+            return False  # one warp holds the whole tile: converted with shuffles (seen on sm_89)
+        mma, _ = self._mma_dots()
+        if not mma:
+            return True
+        deciding = mma[-1]
+        along_m = deciding.m.value(values) >= deciding.n.value(values)
+        return not along_m if term.converts == 0 else along_m
+
+    def buffers_bytes(self, path: str, values: Mapping[str, Any], num_stages: int,
+                      num_warps: int = 4) -> tuple[int, int]:
         """(allocated, sum) bytes of the path's buffers: the largest live set, and all of them."""
         terms = self.paths[path] if path in self.paths else self.allocations(path)
         sizes = []
         for t in terms:  # AllocTerm.bytes, inlined: predict runs this for every config
+            if t.converts is not None and not self.conversion_needed(t, path, values, num_warps):
+                sizes.append(0)
+                continue
             elements = 1
             for d in t.dims:
                 elements *= int(values[d.constexpr]) if d.constexpr is not None else int(d.constant or 0)
@@ -321,7 +353,7 @@ class ResourceModel:
                 shared, ceiling = sum(early) + min(late, default=0), sum(early) + sum(late)
             else:
                 path = layout_path  # the forced MFMA size is AMD's alone
-                shared, ceiling = self.buffers_bytes(layout_path, values, num_stages)
+                shared, ceiling = self.buffers_bytes(layout_path, values, num_stages, num_warps)
             if path in self.barriers:  # Blackwell's mbarriers: one without pipelining, else the probes' count
                 count, each = self.barriers[path]  # plus Hopper's TMA barriers: one per stage
                 barriers = (min(count, max(1, num_stages)) + self.staged_barriers.get(path, 0) * max(1, num_stages)) * each
@@ -413,7 +445,8 @@ class Probe:
     config: KernelConfig
     path: str
     dots: list[tuple[tuple[int, int, int], str | None, int, str]]  # (m, n, k), a dtype, acc bits, lowering
-    allocs: list[tuple[tuple[int, ...], int, int]]  # (buffer shape, element bits, number of buffers)
+    # (buffer shape, element bits, number of buffers, dot operand an MMA accumulator is converted into)
+    allocs: list[tuple[tuple[int, ...], int, int, int | None]]
     barriers: tuple[int, int] | None = None  # (mbarriers, bytes each) of the 64-bit barrier allocations
     staged_barriers: int = 0  # barrier arrays among them with one mbarrier per pipeline stage
     live: tuple[tuple[int, ...], ...] = ()  # sets of allocs (indices) live at one point; () when unknown
@@ -463,11 +496,17 @@ def read_probe(config: KernelConfig, ttgir: str) -> Probe:
         dots.append(((m, n, k), dot.a.dtype if dot.a else None, acc_bits, "fma" if dot.lowering == "fma" else "mma"))
     buffers = graph.shared_layouts()
     kept = [b for b in buffers if not b.is_barrier and b.element_bits]
-    allocs = [(tuple(b.buffer_shape), b.element_bits or 0, b.num_buffers) for b in kept]
+    allocs = [(tuple(b.buffer_shape), b.element_bits or 0, b.num_buffers, _converts(b.source, b.dot_operand))
+              for b in kept]
     barriers = _barriers([(b.num_buffers, (b.bytes or 0) // b.num_buffers) for b in buffers if b.is_barrier])
     staged = _staged_barriers(config, [b.num_buffers for b in buffers if b.is_barrier])
     live, live_unpipelined = live_sets(graph, kept)
     return Probe(config, _path(dots, ops), dots, allocs, barriers, staged, live, live_unpipelined)
+
+
+def _converts(source: str | None, dot_operand: int | None) -> int | None:
+    """The dot operand an NVIDIA MMA accumulator is converted into through this buffer, else None."""
+    return dot_operand if source == "nvidia_mma" else None
 
 
 _BITS = {"f16": 16, "bf16": 16, "f32": 32, "tf32": 32, "f64": 64, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
@@ -480,6 +519,8 @@ def probe_from_facts(config: KernelConfig, facts: Mapping[str, Any]) -> Probe | 
     of buffers not live at once, which only the TTGIR's live ranges tell: read it instead)."""
     if "dots" not in facts or "shared_layouts" not in facts:
         return None
+    if any("source" not in b for b in facts["shared_layouts"] if not b.get("barrier")):
+        return None  # extracted before buffers named their source: read the TTGIR
     allocated = facts.get("shared_bytes")
     if allocated is not None and sum(int(b.get("bytes") or 0) for b in facts["shared_layouts"]) > int(allocated):
         return None
@@ -506,7 +547,8 @@ def probe_from_facts(config: KernelConfig, facts: Mapping[str, Any]) -> Probe | 
             continue
         if not bits:
             continue
-        allocs.append((tuple(buffer["buffer_shape"]), bits, int(buffer.get("num_buffers", 1))))
+        allocs.append((tuple(buffer["buffer_shape"]), bits, int(buffer.get("num_buffers", 1)),
+                       _converts(buffer.get("source"), buffer.get("dot_operand"))))
     staged = _staged_barriers(config, [count for count, _ in barriers])
     return Probe(config, _path(dots, ops), dots, allocs, _barriers(barriers), staged)
 
@@ -559,14 +601,16 @@ def _learn_allocs(probes: Sequence[Probe], names: Sequence[str]) -> tuple[AllocT
         dims = tuple(_attribute([s[axis] for s in shapes], probes, names) for axis in range(len(shapes[0])))
         bits = probes[0].allocs[i][1]
         buffers = [p.allocs[i][2] for p in probes]
+        converts = {p.allocs[i][3] for p in probes}
+        converts_into = converts.pop() if len(converts) == 1 else None
         stages = [p.config.num_stages for p in probes]
         if all(b > 1 for b in buffers) or any(b != 1 for b in buffers):
             offsets = {b - s for b, s in zip(buffers, stages)}
             if len(offsets) != 1:
                 raise ModelError("the buffer count does not follow num_stages")
-            terms.append(AllocTerm(dims, bits, offsets.pop()))
+            terms.append(AllocTerm(dims, bits, offsets.pop(), converts=converts_into))
         else:
-            terms.append(AllocTerm(dims, bits, None, 1))
+            terms.append(AllocTerm(dims, bits, None, 1, converts_into))
     return tuple(terms)
 
 
