@@ -373,13 +373,11 @@ def compile_job(job: CompileJob, *, use_triton_cache: bool = False) -> CompileRe
         return _finish(CompileResult.failure("internal", f"{type(exc).__name__}: {exc}", traceback.format_exc()), start)
     import triton
 
-    from .frontend_memo import memoized
-
     target = job.gpu_target()
     with _quiet_compile(use_triton_cache) as output:
         try:
             options = check_options(target, launch_options(handle.fn, job.options))
-            kernel = triton.compile(memoized(spec.ast_source(handle.fn)), target=target, options=options)
+            kernel = triton.compile(spec.ast_source(handle.fn), target=target, options=options)
             result = CompileResult(ok=True, asm=_artifacts(kernel), metadata=_metadata_dict(kernel))
         except Exception as exc:  # noqa: BLE001 - classified below
             result = _classify_exception(exc, handle.fn)

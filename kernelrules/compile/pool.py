@@ -49,7 +49,6 @@ from typing import Callable, Iterable, Iterator
 
 from .compile_worker import HEADER, READY, frame, job_views, write_all
 from .compilejob import CompileJob, CompileResult
-from .frontend_memo import frontend_group
 from .speculation import Speculation
 from .triton_key import ParentTritonKey
 from .worker_env import worker_environment
@@ -67,9 +66,6 @@ MAX_START_FAILURES = 3
 #: Jobs a source of compiles ahead may offer, all answered from the cache, before one is queued.
 PULLS = 8
 
-#: Queued jobs an idle worker looks through for one whose front end it has built.
-AFFINITY_WINDOW = 64
-
 #: ``run()``'s default for ``cache`` and ``triton_cache_dir``: the pool's own.
 _POOL_DEFAULT: object = object()
 
@@ -84,7 +80,6 @@ class _Worker:
     job_id: int | None = None
     job: CompileJob | None = None
     dispatched: float = 0.0
-    front_end: str | None = None  # frontend_group of the last job it compiled (its TTIR memo has it)
 
     @property
     def proc(self) -> subprocess.Popen:
@@ -156,7 +151,6 @@ class CompilePool:
         self._start_failures = 0
         self._start_error = ""
         self._keys: dict[int, str | None] = {}
-        self._front_ends: dict[int, str] = {}  # id(queued job) -> its frontend_group, computed once
         self._owner = os.getpid()
         #: (cache key, time limit) -> the timeout a job of this pool met, when ``remember_timeouts`` is set.
         self._timed_out: dict[tuple[str, float], CompileResult] | None = {} if remember_timeouts else None
@@ -291,7 +285,6 @@ class CompilePool:
         cache = self.cache if cache is _POOL_DEFAULT else cache
         shared_dir = self.triton_cache_dir if triton_cache_dir is _POOL_DEFAULT else triton_cache_dir
         self._start_failures = 0
-        self._front_ends.clear()  # ids of an earlier run's jobs may be reused
         pending = list(jobs)
         total, done = len(pending), 0
         queue: list[tuple[CompileJob, str | None]] = []
@@ -414,26 +407,11 @@ class CompilePool:
             if not worker.process.ready or worker.job is not None:
                 continue
             if queue:
-                job, key = queue.pop(self._next_index(worker, queue))
+                job, key = queue.pop(0)
                 self._dispatch(worker, job, key, shared_dir)
             elif self._ahead.can_start():  # an idle worker nothing asked for: compile ahead
                 job, key = self._ahead.start_next()
                 self._dispatch(worker, job, key, self.triton_cache_dir)
-
-    def _next_index(self, worker: _Worker, queue: list[tuple[CompileJob, str | None]]) -> int:
-        """The queued job for an idle worker: one whose front end it has built (a config differing only
-        in ``num_stages``: :mod:`kernelrules.compile.frontend_memo`), else one no busy worker's front end
-        covers, else the first; among the first :data:`AFFINITY_WINDOW` jobs."""
-        groups = self._front_ends
-        others = {w.front_end for w in self._workers if w.job is not None}
-        fallback = None
-        for index, (job, _) in enumerate(queue[:AFFINITY_WINDOW]):
-            group = groups.get(id(job)) or groups.setdefault(id(job), frontend_group(job))
-            if group == worker.front_end:
-                return index
-            if fallback is None and group not in others:
-                fallback = index
-        return fallback or 0
 
     def _busy(self) -> int:
         """How many workers are compiling now."""
@@ -444,7 +422,6 @@ class CompilePool:
         self._next_id += 1
         message = frame((self._next_id, job, shared_dir, job_views(job), self._triton_key.value))  # before the clock starts
         worker.job_id, worker.job = self._next_id, job
-        worker.front_end = self._front_ends.pop(id(job), None) or frontend_group(job)
         self._keys[self._next_id] = key
         limit = self._limit(job)
         worker.dispatched = time.monotonic()
