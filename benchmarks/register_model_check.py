@@ -96,6 +96,12 @@ def main() -> int:
         print(f"reject at predicted spill >= {t} B: {len(hit)} configs ({sum(r['spill_bytes'] > 0 for r in hit)} spill, "
               f"{sum(r['spill_bytes'] >= 256 for r in hit)} spill >= 256 B), {near} within 5% of the best, "
               f"fastest {fastest:.2f}x")
+    # REG005's own condition: the threshold after twice the fit's residual (8 bytes per register)
+    hit = [r for r in rows if r["spill_bytes_predicted"] - 8 * r["residual"] >= 320 and r["residual"] <= 32]
+    print(f"REG005 (predicted spill - 8 x residual >= 320 B): {len(hit)} configs "
+          f"({sum(r['spill_bytes'] >= 256 for r in hit)} spill >= 256 B), "
+          f"{sum(r['slowdown'] <= 1.05 for r in hit)} within 5% of the best, "
+          f"fastest {min((r['slowdown'] for r in hit), default=float('nan')):.2f}x")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=0))
     return 0
