@@ -6,7 +6,8 @@
 # Installs kernelrules and the wheels of .whl (carry: [".whl"]; docs/suite.md lists them), then
 # runs benchmarks/suite_live_tune.sh for each problem while at least BUDGET + 20 s are left of
 # UNTIL_SECONDS, and packs every run's JSON into $OUT/suite-live.tgz (the device tool returns at
-# most 8 files). Afterwards, here: tar xzf suite-live.tgz -C benchmarks/results/suite/live
+# most 8 files). Afterwards, here: tar xzf suite-live.tgz -C benchmarks/results/suite/live-COMMIT (the series'
+# folder; suite_report.py's LIVE_SERIES names the one docs/suite.md reads)
 set -u
 until=$(( $(date +%s) + $1 )); budget=$2; shift 2
 site=$PWD/.suite-work/site

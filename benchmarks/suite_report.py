@@ -22,6 +22,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results" / "suite"
+#: The folder of live `tune` runs this page reads (one series, one kernelrules commit: its README says how it ran).
+LIVE_SERIES = "live-1765cdb"
 DOC = REPO / "docs" / "suite.md"
 NEAR = (0.02, 0.05, 0.10)
 
@@ -49,7 +51,7 @@ def load(results: Path = RESULTS) -> dict:
     runs = read_jsonl(results / "runs.jsonl") if (results / "runs.jsonl").exists() else []
     replay_path = results / "replay.json"
     replay = json.loads(replay_path.read_text()) if replay_path.exists() else {}
-    live = {path.stem[len("live-"):]: json.loads(path.read_text()) for path in sorted((results / "live-1765cdb").glob("live-*.json"))}
+    live = {path.stem[len("live-"):]: json.loads(path.read_text()) for path in sorted((results / LIVE_SERIES).glob("live-*.json"))}
     cpu_path = results / "cpu_facts.json"
     cpu = json.loads(cpu_path.read_text()) if cpu_path.exists() else None
     cli_path = results / "cli_check.json"
@@ -291,7 +293,8 @@ def _reproduce(w) -> None:
     w("")
     w("```bash")
     w("python benchmarks/suite_merge.py suite-work.tgz     # fold the run into benchmarks/results/suite/")
-    w("tar xzf suite-live.tgz -C benchmarks/results/suite/live  # the live tune runs")
+    w(f"tar xzf suite-live.tgz -C benchmarks/results/suite/{LIVE_SERIES}  # the live tune runs (a series' own folder: "
+      "suite_report.py's LIVE_SERIES names the one this page reads)")
     w("python benchmarks/suite_judge.py                    # kernelrules' config-stage verdicts and perf-model estimates")
     w("python benchmarks/suite_replay.py                   # the tuners replayed on the measured costs")
     w("python benchmarks/suite_report.py                   # this page")
