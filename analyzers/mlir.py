@@ -236,6 +236,8 @@ def _result_types(name: str, pre: str, sig: str, count: int) -> list[MlirType | 
         texts = _arrow_types(pre)
     if not texts:
         return [None] * count
+    if count == 1 and len(texts) == 1 and " to " in texts[0]:  # a cast prints "A to B": the result is B
+        texts = [texts[0].rsplit(" to ", 1)[1]]
     types = [parse_type(t) for t in texts[-count:]]
     if name in ("arith.cmpi", "arith.cmpf"):
         types = [MlirType(t.raw, t.kind, t.shape, "i1", t.encoding) for t in types]

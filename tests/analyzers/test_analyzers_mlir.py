@@ -120,6 +120,23 @@ def test_generic_form_reduce_with_its_combiner_region():
     assert reduce_op.location.user_frame().line == MARKERS["softmax_max"]  # tl.max is a jit helper
 
 
+def test_cast_results_have_the_type_after_to():
+    """``arith.truncf %x : tensor<..xf32, #mma> to tensor<..xf16, #mma>``: the result is the f16 tensor."""
+    text = """#mma = #ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 8]}>
+module attributes {"ttg.num-warps" = 4 : i32} {
+  tt.func public @k(%x: tensor<64x32xf32, #mma>) {
+    %h = arith.truncf %x : tensor<64x32xf32, #mma> to tensor<64x32xf16, #mma>
+    %w = arith.extf %h : tensor<64x32xf16, #mma> to tensor<64x32xf32, #mma>
+    tt.return
+  }
+}
+"""
+    module = mlir.parse(text)
+    truncf, extf = one(module, "arith.truncf"), one(module, "arith.extf")
+    assert (truncf.result_types[0].dtype, truncf.result_types[0].encoding) == ("f16", "#mma")
+    assert extf.result_types[0].dtype == "f32" and extf.results[0].type.shape == (64, 32)
+
+
 def test_scf_if_has_both_regions_and_nests_the_dot():
     module = mlir.parse(ir_build.checked_in("gated_load_sm89.ttgir"))
     branch = one(module, "scf.if")
