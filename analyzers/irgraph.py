@@ -338,6 +338,7 @@ class IrGraph:
         """Each ``ttg.local_alloc`` with shape, dtype, buffer count and parsed layout."""
         return shared_buffers(self)
 
+
 def _dot_operands(op: Operation) -> list[Value | None]:
     """A, B, C values of a dot-like op (``tt.dot_scaled`` interleaves optional scales)."""
     if op.name == "tt.dot_scaled":

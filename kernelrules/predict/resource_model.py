@@ -264,8 +264,7 @@ class ResourceModel:
         the conversion stays in registers unless the operand's rows (A) or columns (B) are split
         over warps. Measured on sm_89 cross-compiles of attention: the ``P`` tile takes
         ``BLOCK_M x BLOCK_N x 2`` bytes only when ``BLOCK_M < HEAD_DIM`` (and more than one
-        warp). Other paths keep the
-        allocation whenever the probes showed it.
+        warp). Other paths keep the allocation whenever the probes showed it.
         """
         if term.converts is None or path != "mma_sync" or self.mfma:
             return True
@@ -610,7 +609,7 @@ def _learn_allocs(probes: Sequence[Probe], names: Sequence[str]) -> tuple[AllocT
                 raise ModelError("the buffer count does not follow num_stages")
             terms.append(AllocTerm(dims, bits, offsets.pop(), converts=converts_into))
         else:
-            terms.append(AllocTerm(dims, bits, None, 1, converts_into))
+            terms.append(AllocTerm(dims, bits, None, 1, converts=converts_into))
     return tuple(terms)
 
 
