@@ -84,15 +84,19 @@ def canonical_options(job: CompileJob) -> dict[str, Any]:
             if name not in defaults or value != defaults[name]}
 
 
-def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = None) -> str:
+def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = None, *, twin: bool = False) -> str:
     """sha256 (hex) over everything the compile of ``job`` depends on.
 
     ``specialization`` is the :class:`kernelrules.compile.specialize.Specialization` of the
     job (or its ``key_data()``); it is a function of the spec, the source and the
     Triton version, and is included so that a change in Triton's rules can never
-    return a stale result.
+    return a stale result. ``twin``: the key of the job's stage-twin group instead, the same
+    over everything but ``num_stages`` (:mod:`kernelrules.compile.stage_twins`).
     """
     spec_data = specialization.key_data() if hasattr(specialization, "key_data") else specialization
+    options = canonical_options(job)
+    if twin:
+        options = {name: value for name, value in options.items() if name != "num_stages"}
     payload = {
         "format": FORMAT_VERSION,
         "triton": triton_version(),
@@ -102,13 +106,15 @@ def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = No
         "signature": json_safe(dict(job.signature)),
         "specialization": json_safe(spec_data),
         "constexprs": json_safe({**job.fixed, **job.constexprs}),
-        "options": json_safe(canonical_options(job)),
+        "options": json_safe(options),
         "target": json_safe(list(job.target)),
         "analyze": bool(getattr(job, "analyze", False)),  # entries with facts differ from bare ones
     }
     launch_env = {name: os.environ[name] for name in LAUNCH_ENV if os.environ.get(name)}
     if launch_env:  # only when set, so that the usual keys stay as they were
         payload["launch_env"] = launch_env
+    if twin:
+        payload["twin"] = "num_stages"
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -200,9 +206,9 @@ class ResultCache:
         self.root = self.directory / f"v{FORMAT_VERSION}"
         self.store = DiskStore(self.root, ".krc")
 
-    def key(self, job: CompileJob, source_hash: str, specialization: Any | None = None) -> str:
+    def key(self, job: CompileJob, source_hash: str, specialization: Any | None = None, *, twin: bool = False) -> str:
         """The key of ``job`` (see :func:`cache_key`)."""
-        return cache_key(job, source_hash, specialization)
+        return cache_key(job, source_hash, specialization, twin=twin)
 
     def path(self, key: str) -> Path:
         """Where the entry for ``key`` lives."""

@@ -50,6 +50,7 @@ from typing import Callable, Iterable, Iterator
 from .compile_worker import HEADER, READY, frame, job_views, write_all
 from .compilejob import CompileJob, CompileResult
 from .speculation import Speculation
+from .stage_twins import StageTwins, eligible
 from .triton_key import ParentTritonKey
 from .worker_env import worker_environment
 from .workers import SupervisedProcess, WorkerLog
@@ -158,6 +159,9 @@ class CompilePool:
         #: Jobs compiled ahead (:meth:`compile_ahead`): at most one worker fewer than the pool has, and at least one.
         self._ahead = Speculation(limit=max(1, self.max_workers - 1))
         self._ahead_source: Callable[[], CompileJob | None] | None = None
+        #: Configs of a loop-free kernel that differ only in num_stages compile once (kernelrules.compile.stage_twins).
+        self._twins = StageTwins()
+        self._twin_of: dict[str, str] = {}  # cache key -> the key of its stage-twin group, for eligible jobs
         self._finalizer = weakref.finalize(self, _stop_workers, self._workers, self._owner)
 
     # ----------------------------------------------------------------- lifecycle
@@ -256,7 +260,7 @@ class CompilePool:
             job = self._ahead_source()
             if job is None:
                 return
-            answered, key = self._answer_early(job, self.cache)
+            answered, key = self._answer_early(job, self.cache, self.triton_cache_dir)
             if answered is None and key is not None and key not in self._keys.values():  # not compiling now
                 self._ahead.add(job, key)
                 return
@@ -290,7 +294,7 @@ class CompilePool:
         queue: list[tuple[CompileJob, str | None]] = []
         awaiting: dict[str, list[CompileJob]] = {}  # cache key -> asked-for jobs a compile ahead will answer
         for job in pending:
-            answered, key = self._answer_early(job, cache)
+            answered, key = self._answer_early(job, cache, shared_dir)
             if answered is not None:
                 done += 1
                 self._report(hook, done, total, job, answered)
@@ -304,17 +308,12 @@ class CompilePool:
                 queue.append((job, key))
         try:
             while queue or awaiting or self._asked_busy():
-                self._fill_workers(queue, shared_dir)
                 # Every answer of the batch is filed before the first is yielded: a caller may stop iterating
                 # at any yield, and an answer to a compile ahead must never be lost (a later run waits for it).
-                answered: list[tuple[CompileJob, CompileResult]] = []
-                for job, result, key in self._wait():
-                    if self._ahead.owns(job):
-                        answered += [(asked, result) for asked in self._finish_ahead(job, result, awaiting, queue)]
-                        continue
-                    self._store(cache, key, result)
-                    self._remember_timeout(job, key, result)
-                    answered.append((job, result))
+                answered: list[tuple[CompileJob, CompileResult]] = self._answer_twins(queue, cache)
+                if queue or awaiting or self._asked_busy():  # (else stage twins answered every job left)
+                    self._fill_workers(queue, shared_dir)
+                    answered += self._file(self._wait(), cache, awaiting, queue)
                 for job, result in answered:
                     done += 1
                     self._report(hook, done, total, job, result)
@@ -333,6 +332,21 @@ class CompilePool:
                 if worker.job is not None and not self._ahead.owns(worker.job):  # abandoned mid-run: stale
                     self._retire(worker)
 
+    def _file(self, finished: list[tuple[CompileJob, CompileResult, str | None]], cache: object | None,
+              awaiting: dict[str, list[CompileJob]],
+              queue: list[tuple[CompileJob, str | None]]) -> list[tuple[CompileJob, CompileResult]]:
+        """File finished compiles (cache, remembered timeouts, stage twins); return the asked-for jobs they answer."""
+        answered: list[tuple[CompileJob, CompileResult]] = []
+        for job, result, key in finished:
+            if self._ahead.owns(job):
+                answered += [(asked, result) for asked in self._finish_ahead(job, result, awaiting, queue)]
+                continue
+            self._store(cache, key, result)
+            self._remember_timeout(job, key, result)
+            self._twins.learn(job, self._twin_of.get(key or ""), result)
+            answered.append((job, result))
+        return answered
+
     def _asked_busy(self) -> bool:
         """Whether a worker compiles a job that was asked for (not one compiled ahead)."""
         return any(w.job is not None and not self._ahead.owns(w.job) for w in self._workers)
@@ -344,14 +358,17 @@ class CompilePool:
         key = self._ahead.finish(job)
         self._store(self.cache, key, result)
         self._remember_timeout(job, key, result)
+        self._twins.learn(job, self._twin_of.get(key), result)
         asked = awaiting.pop(key, [])
         if result.error_kind == "internal":
             queue.extend((a, key) for a in asked)
             return []
         return asked
 
-    def _answer_early(self, job: CompileJob, cache: object | None) -> tuple[CompileResult | None, str | None]:
-        """A cached result, or a spec error found while computing the cache key."""
+    def _answer_early(self, job: CompileJob, cache: object | None,
+                      shared_dir: str | None = None) -> tuple[CompileResult | None, str | None]:
+        """A cached result, a stage twin's (``shared_dir``: the Triton cache the job would fill), or a spec
+        error found while computing the cache key."""
         if cache is None:
             return None, None
         from .compilejob import prepare, prepare_failure
@@ -373,7 +390,30 @@ class CompilePool:
         key = cache.key(job, handle.source_hash, spec)  # type: ignore[attr-defined]
         if self._timed_out is not None and (key, self._limit(job)) in self._timed_out:
             return self._timed_out[(key, self._limit(job))], key
-        return cache.get(key), key  # type: ignore[attr-defined]
+        if eligible(job, handle, shared_dir):
+            from .cache import cache_key
+
+            self._twin_of[key] = cache_key(job, handle.source_hash, spec, twin=True)
+        cached = cache.get(key)  # type: ignore[attr-defined]
+        if cached is None:
+            cached = self._twins.answer(job, self._twin_of.get(key))
+            if cached is not None:
+                self._store(cache, key, cached)
+        return cached, key
+
+    def _answer_twins(self, queue: list[tuple[CompileJob, str | None]],
+                      cache: object | None) -> list[tuple[CompileJob, CompileResult]]:
+        """Take the queued jobs a stage twin has answered since they were queued out of the queue (stored
+        under their own keys); return them with their results."""
+        answered = []
+        for entry in list(queue):
+            job, key = entry
+            result = self._twins.answer(job, self._twin_of.get(key or ""))
+            if result is not None:
+                queue.remove(entry)
+                self._store(cache, key, result)
+                answered.append((job, result))
+        return answered
 
     def _limit(self, job: CompileJob) -> float:
         """The time limit ``job`` runs under."""
@@ -397,8 +437,9 @@ class CompilePool:
             hook(done, total, job, result)
 
     def _fill_workers(self, queue: list[tuple[CompileJob, str | None]], shared_dir: str | None) -> None:
-        """Start workers up to the limit (no more than there are jobs) and give each ready, idle one a job."""
-        if not queue:
+        """Start workers up to the limit (no more than there are jobs) and give each ready, idle one a job:
+        the first queued job that no stage twin in flight may answer, else one to compile ahead."""
+        if not any(True for _ in self._dispatchable(queue)):
             self._pull_ahead()
         wanted = len(queue) + self._busy() + (1 if self._ahead.can_start() else 0)
         while (queue or self._ahead.can_start()) and len(self._workers) < min(self.max_workers, wanted):
@@ -406,12 +447,20 @@ class CompilePool:
         for worker in self._workers:
             if not worker.process.ready or worker.job is not None:
                 continue
-            if queue:
-                job, key = queue.pop(0)
-                self._dispatch(worker, job, key, shared_dir)
+            entry = next(self._dispatchable(queue), None)
+            if entry is not None:
+                queue.remove(entry)
+                self._dispatch(worker, *entry, shared_dir)
             elif self._ahead.can_start():  # an idle worker nothing asked for: compile ahead
                 job, key = self._ahead.start_next()
                 self._dispatch(worker, job, key, self.triton_cache_dir)
+
+    def _dispatchable(self, queue: list[tuple[CompileJob, str | None]]) -> Iterator[tuple[CompileJob, str | None]]:
+        """The queued jobs that may start now, in order: not those held for a stage twin compiling now."""
+        in_flight = {self._twin_of.get(self._keys.get(w.job_id) or "") for w in self._workers if w.job is not None}
+        in_flight.discard(None)
+        return (entry for entry in queue
+                if not self._twins.hold(entry[0], self._twin_of.get(entry[1] or ""), in_flight))  # type: ignore[arg-type]
 
     def _busy(self) -> int:
         """How many workers are compiling now."""

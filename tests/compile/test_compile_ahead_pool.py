@@ -164,7 +164,7 @@ def test_a_caller_that_stops_early_loses_no_answer_of_a_compile_ahead(kernel_fil
     ahead_job, asked_job = job(kernel_file, 64), job(kernel_file, 128)
     pool._ahead.add(ahead_job, "key-64")
     pool._ahead.start_next()
-    pool._answer_early = lambda j, c: (None, c.key(j))
+    pool._answer_early = lambda j, c, *_: (None, c.key(j))
     pool._fill_workers = lambda queue, shared_dir: queue.clear()
     batches = [[(asked_job, CompileResult(ok=True), "key-128"), (ahead_job, CompileResult(ok=True), "key-64")]]
     pool._wait = lambda: batches.pop(0) if batches else []

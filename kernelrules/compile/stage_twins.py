@@ -1,0 +1,98 @@
+"""One compile for the configs of a loop-free kernel that differ only in ``num_stages``.
+
+``num_stages`` reaches only Triton's loop passes (latency assignment, the software
+pipeliner, warp specialisation): each works on an ``scf.for``/``scf.while`` and leaves a
+kernel without one as it was. So on NVIDIA the configs ``num_stages=2, 3, 4`` of a
+kernel whose TTIR has no loop compile to the same TTGIR, PTX and cubin, and give the same
+facts; only the metadata's ``num_stages`` (and Triton's hash over the options) differ.
+Measured on a cold lint of fla-core 0.6.0 for sm_90 (Triton 3.6.0): 173 of 173 such groups
+had byte-identical PTX and cubins and equal facts; ``tests/compile/test_stage_twins.py``
+checks it on cross-compiles for every NVIDIA architecture.
+
+Real packages autotune ``num_stages`` on such kernels all the time (23 kernels of fla-core,
+each config compiled three times), so the pool compiles one *twin* of each group and
+answers the others from it (:meth:`StageTwins.answer`), with the compile time of the one
+compiled: what Triton's JIT would spend on each at launch. This is bookkeeping for
+:class:`kernelrules.compile.pool.CompilePool`; it applies only where nothing needs the real
+compile: the NVIDIA backend, no shared Triton cache to fill (``kernelrules.autotune``'s
+precompile fills one, and Triton's key includes ``num_stages``), and no kernel parameter
+named ``num_stages`` (a launch binds the option to it).
+
+Until a kernel's first compile says whether it loops, the pool holds back the twins of a
+job in flight (another job takes the worker); once one of its compiles shows a loop, its
+twins compile like any other config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from .compilejob import CompileJob, CompileResult
+
+#: A loop in TTIR: the only ops the passes that read ``num_stages`` work on.
+_LOOP = re.compile(r"\bscf\.(?:for|while)\b")
+
+
+def loop_free(result: CompileResult) -> bool | None:
+    """Whether a successful compile's TTIR has no loop; None when there is no TTIR to read."""
+    if not result.ok or "ttir" not in result.asm:
+        return None
+    return _LOOP.search(result.asm["ttir"]) is None
+
+
+def eligible(job: CompileJob, handle: Any, triton_cache_dir: str | None) -> bool:
+    """Whether ``job`` may be answered by a twin: NVIDIA, no Triton cache to fill, and no kernel
+    parameter that takes the ``num_stages`` option's value."""
+    if job.target[0] != "cuda" or triton_cache_dir is not None:
+        return False
+    params = getattr(getattr(handle, "fn", None), "params", None)
+    if params is None:
+        return False
+    return not any(p.name == "num_stages" for p in params)
+
+
+def answer_from(twin: CompileResult, job: CompileJob) -> CompileResult:
+    """``twin``'s result for ``job``: the same artifacts and facts, the metadata's ``num_stages``
+    set to the job's (Triton's ``hash`` over the options dropped: it would differ)."""
+    metadata = {k: v for k, v in twin.metadata.items() if k != "hash"}
+    if "num_stages" in job.options:
+        metadata["num_stages"] = job.options["num_stages"]
+    else:
+        from ..config import LAUNCH_DEFAULTS
+
+        metadata["num_stages"] = LAUNCH_DEFAULTS["nvidia"]["num_stages"]
+    return dataclasses.replace(twin, metadata=metadata, from_cache=False, asm=dict(twin.asm.items()))
+
+
+class StageTwins:
+    """What one pool knows of stage twins: the loop-free result of each twin group, and which
+    kernels were seen to loop."""
+
+    def __init__(self) -> None:
+        #: twin key -> the loop-free result that answers the group.
+        self.answers: dict[str, CompileResult] = {}
+        #: (path, kernel) of kernels with a compile whose TTIR loops.
+        self.looping: set[tuple[str, str]] = set()
+
+    def answer(self, job: CompileJob, twin_key: str | None) -> CompileResult | None:
+        """The result for ``job`` from its group's loop-free twin, if one has compiled."""
+        if twin_key is None or twin_key not in self.answers:
+            return None
+        return answer_from(self.answers[twin_key], job)
+
+    def learn(self, job: CompileJob, twin_key: str | None, result: CompileResult) -> None:
+        """Remember what a finished compile says about its group and its kernel."""
+        if twin_key is None:
+            return
+        free = loop_free(result)
+        if free:
+            self.answers.setdefault(twin_key, result)
+        elif free is False:
+            self.looping.add((job.path, job.kernel))
+
+    def hold(self, job: CompileJob, twin_key: str | None, in_flight: set[str]) -> bool:
+        """Whether to keep ``job`` back for now: a twin of it is compiling and its kernel is not
+        known to loop (that compile will probably answer it)."""
+        return twin_key is not None and twin_key in in_flight and (job.path, job.kernel) not in self.looping

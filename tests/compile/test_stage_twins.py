@@ -1,0 +1,177 @@
+"""Configs of a loop-free kernel that differ only in num_stages: one compile answers them all."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+
+import pytest
+
+from kernelrules.compile.cache import ResultCache, cache_key
+from kernelrules.compile.compilejob import CompileJob, CompileResult, compile_job
+from kernelrules.compile.pool import CompilePool
+from kernelrules.compile.stage_twins import StageTwins, answer_from, loop_free
+
+triton = pytest.importorskip("triton")
+
+KERNELS = textwrap.dedent('''\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def tile_dot(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        idx = offs[:, None] * BLOCK + offs[None, :]
+        a = tl.load(a_ptr + idx)
+        b = tl.load(b_ptr + idx)
+        tl.store(c_ptr + idx, tl.dot(a, b).to(tl.float16))
+
+
+    @triton.jit
+    def row_loop(a_ptr, c_ptr, N, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for start in range(0, N, BLOCK):
+            acc += tl.load(a_ptr + start + offs, mask=start + offs < N, other=0.0)
+        tl.store(c_ptr + offs, acc)
+
+
+    @triton.jit
+    def stage_param(a_ptr, c_ptr, num_stages: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(c_ptr + offs, tl.load(a_ptr + offs) * num_stages)
+''')
+
+DOT_SPEC = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16"}
+LOOP_SPEC = {"a_ptr": "*fp32", "c_ptr": "*fp32", "N": 4096}
+
+
+@pytest.fixture
+def kernels(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    path = tmp_path / "kernels.py"
+    path.write_text(KERNELS)
+    return str(path)
+
+
+def _job(path, kernel, signature, stages, arch=90, block=32):
+    return CompileJob(path=path, kernel=kernel, signature=signature, constexprs={"BLOCK": block},
+                      options={"num_warps": 4, "num_stages": stages}, target=("cuda", arch, 32), analyze=True)
+
+
+def _digest(result: CompileResult) -> tuple:
+    """What must not differ between twins: PTX, cubin and facts."""
+    facts = json.dumps(result.facts, sort_keys=True, default=str)
+    return (hashlib.sha256(result.asm["ptx"].encode()).hexdigest(), hashlib.sha256(result.asm["cubin"]).hexdigest(),
+            hashlib.sha256(facts.encode()).hexdigest())
+
+
+def _ok(result: CompileResult) -> CompileResult:
+    assert result.ok, result.message
+    return result
+
+
+# --------------------------------------------------------------------------- the claim, on every NVIDIA arch
+
+
+@pytest.mark.parametrize("arch", [90, pytest.param(80, marks=pytest.mark.slow), pytest.param(89, marks=pytest.mark.slow),
+                                  pytest.param(100, marks=pytest.mark.slow), pytest.param(120, marks=pytest.mark.slow)])
+def test_loop_free_twins_compile_identically(kernels, arch):
+    """num_stages 1 and 4 of a loop-free dot kernel: the same PTX, cubin and facts (what the pool relies on)."""
+    one, four = (_ok(compile_job(_job(kernels, "tile_dot", DOT_SPEC, s, arch))) for s in (1, 4))
+    assert loop_free(one) and loop_free(four)
+    assert _digest(one) == _digest(four)
+    assert (one.metadata["num_stages"], four.metadata["num_stages"]) == (1, 4)
+
+
+def test_looping_kernel_is_not_loop_free(kernels):
+    assert loop_free(_ok(compile_job(_job(kernels, "row_loop", LOOP_SPEC, 3)))) is False
+
+
+# --------------------------------------------------------------------------- the pool
+
+
+def test_pool_compiles_one_twin_and_answers_the_rest(kernels, tmp_path):
+    jobs = [_job(kernels, "tile_dot", DOT_SPEC, s) for s in (2, 3, 4, 5)]
+    reference = _ok(compile_job(jobs[2]))
+    with CompilePool(max_workers=2, cache=ResultCache(tmp_path / "cache")) as pool:
+        results = dict((job.options["num_stages"], result) for job, result in pool.run(jobs))
+        assert pool._next_id == 1  # one job reached a worker
+    assert sorted(results) == [2, 3, 4, 5]
+    for stages, result in results.items():
+        assert _ok(result).metadata["num_stages"] == stages
+        assert _digest(result) == _digest(reference)
+    compiled = [r for r in results.values() if "hash" in r.metadata]
+    assert len(compiled) == 1 and {r.compile_seconds for r in results.values()} == {compiled[0].compile_seconds}
+
+
+def test_twin_answers_are_stored_under_their_own_keys(kernels, tmp_path):
+    cache = ResultCache(tmp_path / "cache")
+    jobs = [_job(kernels, "tile_dot", DOT_SPEC, s) for s in (2, 4)]
+    with CompilePool(max_workers=1, cache=cache) as pool:
+        list(pool.run(jobs))
+    with CompilePool(max_workers=1, cache=cache) as pool:
+        again = [result for _job_, result in pool.run(jobs)]
+        assert pool._next_id == 0
+    assert all(r.from_cache for r in again)
+    assert sorted(r.metadata["num_stages"] for r in again) == [2, 4]
+
+
+def test_pool_compiles_every_twin_of_a_looping_kernel(kernels, tmp_path):
+    jobs = [_job(kernels, "row_loop", LOOP_SPEC, s) for s in (1, 2, 3)]
+    with CompilePool(max_workers=2, cache=ResultCache(tmp_path / "cache")) as pool:
+        results = [_ok(result) for _job_, result in pool.run(jobs)]
+        assert pool._next_id == 3
+    assert all("hash" in r.metadata for r in results)
+
+
+def test_no_twins_when_filling_a_triton_cache(kernels, tmp_path):
+    """kernelrules.autotune's precompile fills Triton's cache, whose key has num_stages: every twin compiles."""
+    jobs = [_job(kernels, "tile_dot", DOT_SPEC, s) for s in (2, 3)]
+    with CompilePool(max_workers=1, cache=ResultCache(tmp_path / "cache")) as pool:
+        list(pool.run(jobs, triton_cache_dir=str(tmp_path / "shared")))
+        assert pool._next_id == 2
+
+
+def test_no_twins_for_a_num_stages_parameter(kernels, tmp_path):
+    """A launch binds the num_stages option to a parameter of that name: the twins differ."""
+    spec = {"a_ptr": "*fp32", "c_ptr": "*fp32"}
+    jobs = [_job(kernels, "stage_param", spec, s) for s in (2, 3)]
+    with CompilePool(max_workers=1, cache=ResultCache(tmp_path / "cache")) as pool:
+        results = [_ok(result) for _job_, result in pool.run(jobs)]
+        assert pool._next_id == 2
+    assert results[0].asm["ttir"] != results[1].asm["ttir"]
+
+
+# --------------------------------------------------------------------------- bookkeeping
+
+
+def test_twin_key_ignores_only_num_stages(kernels):
+    base = _job(kernels, "tile_dot", DOT_SPEC, 2)
+    assert cache_key(base, "h", twin=True) == cache_key(_job(kernels, "tile_dot", DOT_SPEC, 4), "h", twin=True)
+    assert cache_key(base, "h", twin=True) != cache_key(_job(kernels, "tile_dot", DOT_SPEC, 2, block=64), "h", twin=True)
+    assert cache_key(base, "h", twin=True) != cache_key(base, "h")
+
+
+def test_hold_only_while_a_twin_compiles_and_the_kernel_may_be_loop_free():
+    twins = StageTwins()
+    job = CompileJob(path="k.py", kernel="k", signature={})
+    assert twins.hold(job, "t", {"t"}) and not twins.hold(job, "t", {"u"}) and not twins.hold(job, None, {"t"})
+    looping = CompileResult(ok=True, asm={"ttir": "scf.for %i = %a to %b step %c {"})
+    twins.learn(job, "u", looping)
+    assert not twins.hold(job, "t", {"t"})
+    assert twins.answer(job, "u") is None
+
+
+def test_answer_sets_the_jobs_num_stages_and_drops_tritons_hash():
+    twin = CompileResult(ok=True, asm={"ttir": "tt.func @k() { tt.return }"}, metadata={"num_stages": 2, "hash": "x"},
+                         compile_seconds=1.5, facts={"registers": 40})
+    twins = StageTwins()
+    twins.learn(CompileJob(path="k.py", kernel="k", signature={}), "t", twin)
+    default = twins.answer(CompileJob(path="k.py", kernel="k", signature={}), "t")
+    assert default.metadata == {"num_stages": 3} and default.facts == {"registers": 40}
+    assert answer_from(twin, CompileJob(path="k.py", kernel="k", signature={}, options={"num_stages": 5})).metadata == \
+        {"num_stages": 5}
+    assert twin.metadata == {"num_stages": 2, "hash": "x"}  # the compiled result is left as it was
