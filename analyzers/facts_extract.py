@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from . import amdgcn as amdgcn_reader
+from . import cubin as cubin_reader
 from . import ptx as ptx_reader
 from . import sass
 from .irgraph import ASYNC_LOAD_OPS, DOT_OPS, TMA_LOAD_OPS, DotInfo, IrGraph
@@ -208,9 +209,10 @@ def ptx_facts(listing: PtxListing) -> dict:
 
 
 def sass_facts(cubin: bytes, timeout: float = sass.DEFAULT_TIMEOUT, histogram: bool = False) -> dict:
-    """Registers and spills from cuobjdump's resource usage (about 2 ms); the SASS
-    disassembly (about 0.4 s for a large kernel) only when asked for or when the kernel
-    uses local memory, since only then can it hold LDL/STL."""
+    """Registers and spills from cuobjdump's resource usage (about 2 ms). A kernel that uses local
+    memory gets its LDL/STL counted in the machine code (:mod:`kernelrules.analyzers.cubin`, a few ms);
+    the SASS disassembly (0.4 to 0.8 s for a large kernel) runs only when asked for (``histogram``,
+    the only source of ``sass_opcodes``) or for a cubin that reader does not know."""
     usage = sass.parse_resource_usage(sass.dump_resource_usage(cubin, timeout))
     facts: dict[str, Any] = {}
     main = max(usage.values(), key=lambda u: u.registers) if usage else None
@@ -220,6 +222,10 @@ def sass_facts(cubin: bytes, timeout: float = sass.DEFAULT_TIMEOUT, histogram: b
                       "stack_bytes": main.stack, "local_bytes": main.local, "static_shared_bytes": main.shared})
     if main is not None and not histogram and main.stack + main.local == 0:
         facts.update({"local_memory_ops": 0, "spill_stores": 0, "spill_loads": 0})
+        return facts
+    access = None if histogram else cubin_reader.local_memory_access(cubin)
+    if access is not None:
+        facts.update(dict(zip(("local_memory_ops", "spill_stores", "spill_loads"), access)))
         return facts
     functions = sass.parse_sass(sass.dump_sass(cubin, timeout))
     counts = sass.opcode_histogram(functions)

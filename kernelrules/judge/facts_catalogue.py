@@ -70,8 +70,10 @@ CATALOGUE: tuple[Fact, ...] = (
          reported="prune", summary=5),
     Fact("stack_bytes", "per-thread stack frame bytes (cuobjdump STACK)", vendor="nvidia"),
     Fact("local_bytes", "per-thread local bytes besides the stack (cuobjdump LOCAL)", vendor="nvidia"),
-    Fact("spill_stores", "bytes of spill stores reported by ptxas", vendor="nvidia"),
-    Fact("spill_loads", "bytes of spill loads reported by ptxas", vendor="nvidia"),
+    Fact("spill_stores", "bytes of local-memory stores (STL) in the machine code, or as ptxas reports them",
+         vendor="nvidia"),
+    Fact("spill_loads", "bytes of local-memory loads (LDL) in the machine code, or as ptxas reports them",
+         vendor="nvidia"),
     Fact("register_demand", "predicted registers per thread a kernel without dots needs (base + slope x its live "
          "tensors' words per thread, fitted on its probes; may exceed the limit)", stage="predicted"),
     Fact("register_limit", "registers a thread may use at this num_warps: min(255, 65536 / (32 x num_warps)), or "
@@ -127,7 +129,8 @@ CATALOGUE: tuple[Fact, ...] = (
          reported="prune"),
     # instructions and directives
     Fact("local_memory_ops", "LDL + STL instructions in the SASS", reported="prune"),
-    Fact("sass_opcodes", "histogram of SASS opcodes", vendor="nvidia"),
+    Fact("sass_opcodes", "histogram of SASS opcodes (only from a full disassembly: extract(..., sass_histogram=True))",
+         vendor="nvidia"),
     Fact("mma_instructions", "MMA instructions in the PTX with shape, types and count", vendor="nvidia"),
     Fact("instruction_counts", "headline instruction counts from PTX and SASS"),
     Fact("ptx_target", "the PTX .target (sm_90a on Hopper)", vendor="nvidia"),
