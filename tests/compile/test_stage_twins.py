@@ -1,8 +1,9 @@
-"""Configs of a loop-free kernel that differ only in num_stages: one compile answers them all."""
+"""Configs of a loop-free kernel that differ only in num_stages: one compile answers them all; the workers' priority."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import textwrap
 
@@ -175,3 +176,13 @@ def test_answer_sets_the_jobs_num_stages_and_drops_tritons_hash():
     assert answer_from(twin, CompileJob(path="k.py", kernel="k", signature={}, options={"num_stages": 5})).metadata == \
         {"num_stages": 5}
     assert twin.metadata == {"num_stages": 2, "hash": "x"}  # the compiled result is left as it was
+
+
+def test_workers_run_at_a_lower_cpu_priority(kernels, tmp_path):
+    """Compile workers (and their ptxas) step back for the process that times kernels."""
+    from kernelrules.compile.compile_worker import WORKER_NICENESS
+
+    with CompilePool(max_workers=1, cache=None) as pool:
+        list(pool.run([_job(kernels, "tile_dot", DOT_SPEC, 2)]))
+        worker = pool._workers[0].proc.pid
+        assert os.getpriority(os.PRIO_PROCESS, worker) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS)
