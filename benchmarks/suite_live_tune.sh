@@ -15,7 +15,7 @@ for item in "$@"; do
   live=.suite-work/live/$name
   best=$(python3 benchmarks/suite_live_targets.py --best-config "$name")
   python3 benchmarks/h200_tune.py --out "$live" --space "benchmarks/suite/$problem.tune.yaml" \
-    --methods kernelrules --time-budget "$seconds" --target-ms "$target" --time-config "$best" 2>&1 | tail -7
+    --methods kernelrules --time-budget "$seconds" --target-ms "$target" --time-config "$best" 2>&1 | tail -8
   python3 - "$live/run-kernelrules-0.json" "$OUT/live-$name.json" <<'PY'
 import json, os, sys, time
 run = json.load(open(sys.argv[1]))
