@@ -187,3 +187,22 @@ def test_merge_appends_new_configs_once_and_drops_finished_pending(tmp_path, mon
     configs = [r["config"]["B"] for r in merged if r["kind"] == "config"]
     assert configs == [1, 2]
     assert [r["config"]["B"] for r in merged if r["kind"] == "pending"] == [3]
+
+
+def test_live_paired_judges_the_pick_by_its_interleaved_median():
+    """A run counts as within 2% by the pick's median beside the reference's, from when it first timed the pick;
+    the older criterion (single timings against the reference's fastest round) is reported beside it."""
+    import suite_live_paired
+
+    pick, reference = {"X": 2}, {"X": 1}
+    records = [{"status": "better", "ms": 1.10, "elapsed_s": 3.0, "config": reference},
+               {"status": "better", "ms": 1.00, "elapsed_s": 5.0, "config": pick}]
+    run = {"records": records, "timed_config": {"config": reference, "rounds_ms": [0.99, 1.2]},
+           "paired": {"pick": pick, "reference": reference, "pick_ms": 1.01, "reference_ms": 1.0, "ratio": 1.01}}
+    row = suite_live_paired.paired_row("p__small", run)
+    assert row["within"] and row["seconds"] == 5.0 and row["single_timings_seconds"] == 5.0
+    run["paired"]["ratio"] = 1.03
+    assert suite_live_paired.paired_row("p__small", run)["seconds"] is None
+    assert suite_live_paired.paired_row("p__small", {"records": records}) is None
+    rows = suite_live_paired.rows_of(REPO / "benchmarks" / "results" / "suite" / "live-edd724f")
+    assert len(rows) == 15 and sum(r["within"] for r in rows) == 14
