@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results" / "suite"
 #: The folder of live `tune` runs this page reads (one series, one kernelrules commit: its README says how it ran).
 LIVE_SERIES = "live-1765cdb"
+#: The series judged by an interleaved re-measurement of each run's pick (benchmarks/suite_live_paired.py).
+PAIRED_SERIES = "live-edd724f"
 DOC = REPO / "docs" / "suite.md"
 NEAR = (0.02, 0.05, 0.10)
 
@@ -559,6 +561,29 @@ def _live_section(w, ms: list[dict], live: dict) -> None:
     w("")
     for line in live_summary(rows):
         w(f"- {line}")
+    w("")
+    _paired_section(w)
+
+
+def _paired_section(w) -> None:
+    """The newer live series, whose runs also time their pick beside the sweep's best, interleaved."""
+    import suite_live_paired
+
+    rows = suite_live_paired.rows_of(Path(__file__).resolve().parent / "results" / "suite" / PAIRED_SERIES)
+    if not rows:
+        return
+    commits = sorted({r["commit"] or "unknown" for r in rows})
+    w(f"### Judged by an interleaved re-measurement (`{PAIRED_SERIES}`: {len(rows)} of 43 problems so far)")
+    w("")
+    w("A microsecond kernel's timing moves by 5-10% between do_bench calls, more than the 2% band, so comparing a "
+      "run's single timings with the best round of the reference measures the noise as much as the search. In "
+      f"this series (kernelrules {', '.join(commits)}, the same budget and seed), each run also times its final "
+      "pick and the sweep's best config together after the budget, 7 interleaved rounds "
+      "(`h200_tune.time_pair`): the pick is within 2% when its median is at most 1.02 times the reference's; "
+      "*pick first timed* is when the run first timed it. `python benchmarks/suite_live_paired.py "
+      f"benchmarks/results/suite/{PAIRED_SERIES}`; the series' README says how to continue it.")
+    w("")
+    w(suite_live_paired.markdown(rows))
     w("")
 
 
