@@ -172,7 +172,8 @@ def _lower_priority() -> None:
     ahead on every core; a microsecond kernel's timing includes any moment its launching process
     waits for a CPU (on the H200 suite a 10.4 us split-K GEMM once timed 30 us during a tune whose
     16 workers compiled on the machine's 16 cores). A lint's main process, which feeds the
-    workers, gets the CPU first too."""
+    workers, gets the CPU first too. Neither effect was measurable so far: five live runs A/B on the H200
+    (benchmarks/results/suite/ab-nice-0bf84e6) and a cold fla-core lint on 2 cores (858 s against 848 s)."""
     try:
         os.nice(WORKER_NICENESS)
     except (AttributeError, OSError):  # no nice on this platform, or not allowed: run as is
