@@ -186,3 +186,21 @@ def test_workers_run_at_a_lower_cpu_priority(kernels, tmp_path):
         list(pool.run([_job(kernels, "tile_dot", DOT_SPEC, 2)]))
         worker = pool._workers[0].proc.pid
         assert os.getpriority(os.PRIO_PROCESS, worker) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS)
+
+
+def test_cache_stats_see_the_twin_group(kernels, tmp_path):
+    """benchmarks/compile_cache_stats.py reads a lint's cache back: the twin group, identical, and the LDL/STL reader."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import compile_cache_stats
+
+    with CompilePool(max_workers=1, cache=ResultCache(tmp_path / "cache")) as pool:
+        list(pool.run([_job(kernels, "tile_dot", DOT_SPEC, s) for s in (2, 4)] + [_job(kernels, "row_loop", LOOP_SPEC, 3)]))
+    figures = compile_cache_stats.stats(tmp_path / "cache")
+    assert figures["entries"] == 3 and figures["ok"] == 3
+    assert figures["stage_twins"] == {"groups": 1, "identical": 1, "kernels": 1, "entries": 2,
+                                      "seconds_beyond_one_per_group": figures["stage_twins"]["seconds_beyond_one_per_group"]}
+    assert figures["ldl_stl_reader"] == {"agree": 3, "disagree": 0, "declined": 0}
+    assert figures["duplicate_cubins"]["entries"] == 1
