@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -105,32 +106,42 @@ def run_method(method: str, repeat: int, args) -> dict:
                         for r in result.records]}
 
 
-def time_one_config(config: dict, args, name: str) -> dict:
-    """Time ``config`` alone, as a run times its trials: a one-point copy of the space, the same benchmark worker.
-
-    The live suite runs use it for the sweep's best config, after the run's budget and outside it, so each
-    run has the sweep's best as timed on the same machine and day to set its own best against.
-    """
+def tune_subspace(values: dict, args, name: str, top_k: int, rounds: int, candidate_filter=None):
+    """Run a grid tuner over a copy of the space whose parameters take only ``values`` (written beside the
+    space: its kernel path is relative), in its own folder, with the same benchmark worker as the runs;
+    return (result, wall seconds)."""
     import yaml
 
     from kernelrules.tune.driver import TuneOptions, Tuner
 
     space_path = Path(args.space)
     doc = yaml.safe_load(space_path.read_text())
-    doc["space"] = {param: [config[param]] for param in doc["space"]}  # one value each: the config's
-    one_point = space_path.with_name(f".one-config-{space_path.name}")  # beside it: the kernel path is relative
-    one_point.write_text(yaml.safe_dump(doc, sort_keys=False))
+    doc["space"] = {param: values[param] for param in doc["space"]}
+    points = math.prod(len(v) for v in doc["space"].values())
+    subspace = space_path.with_name(f".{name}-{space_path.name}")
+    subspace.write_text(yaml.safe_dump(doc, sort_keys=False))
     folder = Path(args.out) / name
     folder.mkdir(parents=True, exist_ok=True)
-    options = TuneOptions(arch=args.arch, trials=1, gpus=args.gpus, interpret=args.interpret, seed=0,
+    options = TuneOptions(arch=args.arch, trials=points, gpus=args.gpus, interpret=args.interpret, seed=0,
                           storage=str(folder / "study.db"), cache_dir=str(folder / "compile-cache"),
-                          study_name=name, top_k=1, rounds=5, bench_timeout=args.bench_timeout,
-                          jobs=args.jobs, sampler="grid", stage="none", model_seeds=0)
+                          study_name=name, top_k=top_k, rounds=rounds, bench_timeout=args.bench_timeout,
+                          jobs=args.jobs, sampler="grid", stage="none", model_seeds=0,
+                          candidate_filter=candidate_filter)
     started = time.time()
     try:
-        result = Tuner(str(one_point), options).run()
+        result = Tuner(str(subspace), options).run()
     finally:
-        one_point.unlink(missing_ok=True)
+        subspace.unlink(missing_ok=True)
+    return result, round(time.time() - started, 1)
+
+
+def time_one_config(config: dict, args, name: str) -> dict:
+    """Time ``config`` alone, as a run times its trials: a one-point copy of the space, the same benchmark worker.
+
+    The live suite runs use it for the sweep's best config, after the run's budget and outside it, so each
+    run has the sweep's best as timed on the same machine and day to set its own best against.
+    """
+    result, wall_s = tune_subspace({param: [value] for param, value in config.items()}, args, name, top_k=1, rounds=5)
     timed = [r for r in result.records if r.get("ms")]
     winner = (result.summary.get("final") or {}).get("winner") or {}
     # ``ms``: the trial's one timing, in a worker that just started (a few-microsecond kernel can read several
@@ -138,51 +149,30 @@ def time_one_config(config: dict, args, name: str) -> dict:
     return {"config": config, "ms": timed[0]["ms"] if timed else None, "final_ms": winner.get("ms"),
             "rounds_ms": winner.get("rounds_ms"),
             "status": timed[0]["status"] if timed else [r.get("status") for r in result.records],
-            "wall_s": round(time.time() - started, 1)}
+            "wall_s": wall_s}
 
 
 def time_pair(pick: dict, reference: dict, args, name: str, rounds: int = 7) -> dict:
     """Time a run's final pick and the sweep's best config together, interleaved, after the run's budget.
 
     A microsecond kernel's timing moves by 5-10 % between do_bench calls (the sweep's best of
-    pointwise__small read 5.38-6.27 us over five rounds), more than the 2 % a live run is judged by,
-    so setting one timing of the pick against the reference's best round says more about the noise
-    than about the search. Here both run in one tuner (a grid over the pair, every other config
+    pointwise__small read 5.38-6.27 us over five rounds on the H200), more than the 2 % a live run is
+    judged by, so setting one timing of the pick against the reference's best round says more about the
+    noise than about the search. Here both run in one tuner (a grid over the pair, every other config
     filtered out), ``rounds`` interleaved rounds each (round r times both, in a rotated order), and
     the medians over the rounds are compared: the pick is within 2 % when its median is.
     """
-    import yaml
-
-    from kernelrules.tune.driver import TuneOptions, Tuner
-
-    space_path = Path(args.space)
-    doc = yaml.safe_load(space_path.read_text())
-    doc["space"] = {param: sorted({pick[param], reference[param]}, key=str) for param in doc["space"]}
+    values = {param: sorted({pick[param], reference[param]}, key=str) for param in pick}
     wanted = {json.dumps(pick, sort_keys=True), json.dumps(reference, sort_keys=True)}
-    points = 1
-    for values in doc["space"].values():
-        points *= len(values)
-    pair_space = space_path.with_name(f".pair-{space_path.name}")  # beside it: the kernel path is relative
-    pair_space.write_text(yaml.safe_dump(doc, sort_keys=False))
-    folder = Path(args.out) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    options = TuneOptions(arch=args.arch, trials=points, gpus=args.gpus, interpret=args.interpret, seed=0,
-                          storage=str(folder / "study.db"), cache_dir=str(folder / "compile-cache"),
-                          study_name=name, top_k=2, rounds=rounds, bench_timeout=args.bench_timeout,
-                          jobs=args.jobs, sampler="grid", stage="none", model_seeds=0,
-                          candidate_filter=lambda c: None if json.dumps(c, sort_keys=True) in wanted else "not the pair")
-    started = time.time()
-    try:
-        result = Tuner(str(pair_space), options).run()
-    finally:
-        pair_space.unlink(missing_ok=True)
-    top = (result.summary.get("final") or {}).get("top") or []
-    by_key = {json.dumps(t["config"], sort_keys=True): t for t in top}
-    timed = {role: by_key.get(json.dumps(config, sort_keys=True)) for role, config in (("pick", pick), ("reference", reference))}
-    out = {"pick": pick, "reference": reference, "rounds": rounds, "wall_s": round(time.time() - started, 1)}
-    for role, entry in timed.items():
-        out[f"{role}_ms"] = entry.get("ms") if entry else None
-        out[f"{role}_rounds_ms"] = entry.get("rounds_ms") if entry else None
+    result, wall_s = tune_subspace(
+        values, args, name, top_k=2, rounds=rounds,
+        candidate_filter=lambda c: None if json.dumps(c, sort_keys=True) in wanted else "not the pair")
+    by_key = {json.dumps(t["config"], sort_keys=True): t for t in (result.summary.get("final") or {}).get("top") or []}
+    out = {"pick": pick, "reference": reference, "rounds": rounds, "wall_s": wall_s}
+    for role, config in (("pick", pick), ("reference", reference)):
+        entry = by_key.get(json.dumps(config, sort_keys=True)) or {}
+        out[f"{role}_ms"] = entry.get("ms")
+        out[f"{role}_rounds_ms"] = entry.get("rounds_ms")
     if out["pick_ms"] and out["reference_ms"]:
         out["ratio"] = out["pick_ms"] / out["reference_ms"]
     return out

@@ -206,9 +206,9 @@ class ResultCache:
         self.root = self.directory / f"v{FORMAT_VERSION}"
         self.store = DiskStore(self.root, ".krc")
 
-    def key(self, job: CompileJob, source_hash: str, specialization: Any | None = None, *, twin: bool = False) -> str:
+    def key(self, job: CompileJob, source_hash: str, specialization: Any | None = None) -> str:
         """The key of ``job`` (see :func:`cache_key`)."""
-        return cache_key(job, source_hash, specialization, twin=twin)
+        return cache_key(job, source_hash, specialization)
 
     def path(self, key: str) -> Path:
         """Where the entry for ``key`` lives."""

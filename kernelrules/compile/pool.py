@@ -341,11 +341,16 @@ class CompilePool:
             if self._ahead.owns(job):
                 answered += [(asked, result) for asked in self._finish_ahead(job, result, awaiting, queue)]
                 continue
-            self._store(cache, key, result)
-            self._remember_timeout(job, key, result)
-            self._twins.learn(job, self._twin_of.get(key or ""), result)
+            self._record(cache, job, key, result)
             answered.append((job, result))
         return answered
+
+    def _record(self, cache: object | None, job: CompileJob, key: str | None, result: CompileResult) -> None:
+        """What every finished compile leaves behind: its cache entry, a remembered timeout, what it says of
+        its stage twins."""
+        self._store(cache, key, result)
+        self._remember_timeout(job, key, result)
+        self._twins.learn(job, self._twin_of.get(key or ""), result)
 
     def _asked_busy(self) -> bool:
         """Whether a worker compiles a job that was asked for (not one compiled ahead)."""
@@ -356,9 +361,7 @@ class CompilePool:
         """File the result of a job compiled ahead in the pool's cache; return the asked-for jobs it answers.
         When its worker died, those jobs are queued to compile again instead."""
         key = self._ahead.finish(job)
-        self._store(self.cache, key, result)
-        self._remember_timeout(job, key, result)
-        self._twins.learn(job, self._twin_of.get(key), result)
+        self._record(self.cache, job, key, result)
         asked = awaiting.pop(key, [])
         if result.error_kind == "internal":
             queue.extend((a, key) for a in asked)
@@ -395,11 +398,14 @@ class CompilePool:
 
             self._twin_of[key] = cache_key(job, handle.source_hash, spec, twin=True)
         cached = cache.get(key)  # type: ignore[attr-defined]
-        if cached is None:
-            cached = self._twins.answer(job, self._twin_of.get(key))
-            if cached is not None:
-                self._store(cache, key, cached)
-        return cached, key
+        return (cached if cached is not None else self._twin_answer(job, key, cache)), key
+
+    def _twin_answer(self, job: CompileJob, key: str | None, cache: object | None) -> CompileResult | None:
+        """The result a compiled stage twin gives ``job``, stored under the job's own key; None without one."""
+        result = self._twins.answer(job, self._twin_of.get(key or ""))
+        if result is not None:
+            self._store(cache, key, result)
+        return result
 
     def _answer_twins(self, queue: list[tuple[CompileJob, str | None]],
                       cache: object | None) -> list[tuple[CompileJob, CompileResult]]:
@@ -407,12 +413,10 @@ class CompilePool:
         under their own keys); return them with their results."""
         answered = []
         for entry in list(queue):
-            job, key = entry
-            result = self._twins.answer(job, self._twin_of.get(key or ""))
+            result = self._twin_answer(*entry, cache)
             if result is not None:
                 queue.remove(entry)
-                self._store(cache, key, result)
-                answered.append((job, result))
+                answered.append((entry[0], result))
         return answered
 
     def _limit(self, job: CompileJob) -> float:
@@ -439,7 +443,7 @@ class CompilePool:
     def _fill_workers(self, queue: list[tuple[CompileJob, str | None]], shared_dir: str | None) -> None:
         """Start workers up to the limit (no more than there are jobs) and give each ready, idle one a job:
         the first queued job that no stage twin in flight may answer, else one to compile ahead."""
-        if not any(True for _ in self._dispatchable(queue)):
+        if next(self._dispatchable(queue), None) is None:
             self._pull_ahead()
         wanted = len(queue) + self._busy() + (1 if self._ahead.can_start() else 0)
         while (queue or self._ahead.can_start()) and len(self._workers) < min(self.max_workers, wanted):
