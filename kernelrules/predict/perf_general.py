@@ -24,7 +24,10 @@ registers and shared memory. Per config it computes, over the whole grid:
   the bytes in flight per step are the same;
 - **DRAM**: the problem's bytes at a sustained fraction of the SKU's bandwidth;
 - **L2 -> SM** (tiled dot kernels): every program re-reads its operand tiles: ``FLOPs x
-  element bytes x (1/BLOCK_M + 1/BLOCK_N) / 2`` bytes in all;
+  element bytes x (1/BLOCK_M + 1/BLOCK_N) / 2`` bytes in all, at
+  ``l2_bytes_per_clock_per_sm`` into each SM: the busiest SM's programs set the time
+  (``waves x programs per SM x`` a program's bytes), so a grid of fewer programs than SMs
+  does not get the idle SMs' share;
 - **DRAM re-reads past L2**: the resident programs' data (``min(P, slots) x bytes / P``)
   beyond ``l2_usable_fraction`` of the L2 no longer holds what a program reads twice (a
   row's second pass): ``l2_revisit`` of the bytes times the share that overflows come
@@ -128,7 +131,7 @@ class Constants:
 FITTED: dict[str, Constants] = {
     # H200 suite, 43 problems: the latency and bandwidth fraction sit at their search bounds
     # (only their ratio moves the ranking much), so read them as ranking weights, not figures.
-    "sm_90": Constants(bandwidth_fraction=0.5, latency_clocks=6000.0, inflight_elements=33.96, program_latencies=0.01581, l2_bytes_per_clock_per_sm=17.33, sustained_peak=0.68, ops_per_element=13.6, ops_per_step=11.52, l2_revisit=0.84, l2_usable_fraction=0.1264, spill_factor=0.7, overlap_norm=1.666, thread_clocks=8.0),
+    "sm_90": Constants(bandwidth_fraction=0.5, latency_clocks=5100.0, inflight_elements=33.96, program_latencies=0.007745, l2_bytes_per_clock_per_sm=16.0, sustained_peak=0.4913, ops_per_element=13.6, ops_per_step=11.52, l2_revisit=1.008, l2_usable_fraction=0.1, spill_factor=0.595, overlap_norm=1.666, thread_clocks=8.0),
 }
 
 
@@ -242,7 +245,9 @@ def seconds(f: Mapping[str, Any], k: Constants, parts: bool = False) -> Any:
     usable = f["l2_bytes"] * k.l2_usable_fraction
     overflow = np.where(footprint > usable, 1.0 - usable / np.maximum(footprint, 1.0), 0.0)
     dram = f["bytes"] * (1.0 + k.l2_revisit * overflow) / (f["dram_bytes_per_s"] * k.bandwidth_fraction)
-    l2 = f["reread_bytes"] / (k.l2_bytes_per_clock_per_sm * sms * clock)
+    # L2 -> SM is a per-SM rate: an SM pulls its own programs' tiles, so the busiest SM sets the
+    # time (with fewer programs than SMs, the idle SMs pull nothing)
+    l2 = waves * per_sm * (f["reread_bytes"] / P) / (k.l2_bytes_per_clock_per_sm * clock)
     busy = np.minimum(1.0, per_sm * warps / f["sub_partitions"])
     tensor = waves * per_sm * (f["flops"] / P) * sms / (f["tensor_flops_per_s"] * k.sustained_peak * busy)
     elements = f["bytes"] / f["element_bytes"]

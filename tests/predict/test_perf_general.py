@@ -84,6 +84,25 @@ def test_resident_data_past_l2_costs_dram_rereads():
     assert dram_per_byte(262144, none) == pytest.approx(dram_per_byte(1024, none))
 
 
+def test_l2_reads_go_into_the_busy_sms_only():
+    """The L2 -> SM rate is per SM: a grid of fewer programs than SMs moves its tiles through
+    its own SMs only, so the same re-read bytes in half as many programs take twice as long;
+    with every SM busy, the part is the bytes over all SMs' rate."""
+    moe = {"T": 256, "N": 512, "K": 512, "dtype": "fp16", "flops": "2 * T * N * K", "bytes": "2 * (T * K + N * K)",
+           "grid": "G"}
+    cfg = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
+    f = features(cfg, "h200", {**moe, "G": 1}, {"registers": 128})
+    k = FITTED["sm_90"]
+    sms = int(f["sms"])
+
+    def l2(programs):
+        return seconds({**f, "programs": float(programs)}, k, parts=True)[1]["l2"]
+
+    assert l2(sms // 4) == pytest.approx(2 * l2(sms // 2))
+    every_sm = f["reread_bytes"] / (k.l2_bytes_per_clock_per_sm * f["sms"] * f["clock_hz"])
+    assert l2(sms * int(f["blocks_per_sm"])) == pytest.approx(every_sm)
+
+
 def test_needs_a_grid():
     with pytest.raises(ValueError):
         estimate(_cfg(), "h200", {k: v for k, v in ROWS.items() if k != "grid"})
