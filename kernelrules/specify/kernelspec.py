@@ -203,7 +203,25 @@ def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: Kerne
         else:
             flag = is_flag(param.name, param.annotation, conditions)
             values[param.name], provenance[param.name] = guess_constexpr(param.name, flag), "default"
+    _launch_derived(kernel, config, values, provenance)
     return values, provenance
+
+
+def _launch_derived(kernel: Any, config: KernelConfig, values: dict[str, Any], provenance: dict[str, str]) -> None:
+    """Replace guesses that a launch derives from its other arguments (``BK = next_power_of_2(K)``,
+    :mod:`kernelrules.specify.launch_relations`); the value stays a guess (``default``) when it rests on one,
+    else it is the launch's (``call-site``)."""
+    from ..discover.kernels import ParsedModule, cached_module
+    from .launch_relations import derived_values
+
+    guessed = [name for name, how in provenance.items() if how == "default"]
+    module = cached_module(kernel.path) if guessed else None
+    if not isinstance(module, ParsedModule):
+        return
+    known = {**config.constexprs, **values}
+    for name, (value, read) in derived_values(kernel, module, known, guessed).items():
+        values[name] = value
+        provenance[name] = "default" if any(provenance.get(r) == "default" for r in read) else "call-site"
 
 
 def apply_heuristics(kernel: Any, config: KernelConfig, signature: Mapping[str, Any]) -> tuple[KernelConfig, list[str]]:
