@@ -129,8 +129,9 @@ class Constants:
 #: Fitted constants by architecture (``benchmarks/fit_perf_general.py`` prints and writes
 #: them to ``benchmarks/results/perf_general_fit.json``; copy them here when they change).
 FITTED: dict[str, Constants] = {
-    # H200 suite, 43 problems: the latency and bandwidth fraction sit at their search bounds
-    # (only their ratio moves the ranking much), so read them as ranking weights, not figures.
+    # H200 suite, 43 problems: the bandwidth fraction, the L2 rate and the usable L2 share sit at
+    # their search bounds (only ratios move the ranking much), so read them as ranking weights,
+    # not figures.
     "sm_90": Constants(bandwidth_fraction=0.5, latency_clocks=5100.0, inflight_elements=33.96, program_latencies=0.007745, l2_bytes_per_clock_per_sm=16.0, sustained_peak=0.4913, ops_per_element=13.6, ops_per_step=11.52, l2_revisit=1.008, l2_usable_fraction=0.1, spill_factor=0.595, overlap_norm=1.666, thread_clocks=8.0),
 }
 
