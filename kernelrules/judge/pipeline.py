@@ -38,6 +38,12 @@ from .stages import (COMPILE_FIRST_CONFIGS, ArchJudging, PruneRecord, Stage, com
 
 Progress = Callable[[str, int, int], None]
 
+#: The time limit of a resource-model probe compile, in seconds (the judge's own limit when lower). Probes are
+#: picked to be cheap; one that compiles longer (a synthetic probe that gives a block size constant across the
+#: kernel's configs 256 to tell it apart: 16 s to past the 30 s limit for fla-core's wall attention) is given
+#: up, and the kernel is judged as when no probe compiles (its configs compile, the model is not learned).
+PROBE_TIMEOUT = 10.0
+
 
 @dataclass
 class PruneResult:
@@ -96,9 +102,10 @@ class ConfigJudge:
 
     # -- compiling ----------------------------------------------------------------
 
-    def compile_many(self, configs: Sequence[KernelConfig], arch: Any, label: str) -> list[CompileResult]:
-        """Compile configs in the pool; results in the order of ``configs``."""
-        jobs = [self.target.job(c, arch, self.timeout) for c in configs]
+    def compile_many(self, configs: Sequence[KernelConfig], arch: Any, label: str,
+                     timeout: float | None = None) -> list[CompileResult]:
+        """Compile configs in the pool (each under ``timeout``, default the judge's); results in the order of ``configs``."""
+        jobs = [self.target.job(c, arch, timeout or self.timeout) for c in configs]
         index = {id(job): i for i, job in enumerate(jobs)}
         results: list[CompileResult | None] = [None] * len(jobs)
 
@@ -174,12 +181,13 @@ class ConfigJudge:
     def _probe_results(self, probes: Sequence[KernelConfig], arch: Any) -> list[CompileResult]:
         """The probes' compile results, in order: from ``probe_results`` when there, else compiled (and kept there)."""
         label = f"probing {arch.name}"
+        limit = min(self.timeout, PROBE_TIMEOUT)
         if self.probe_results is None:
-            return self.compile_many(probes, arch, label)
-        jobs = [self.target.job(c, arch, self.timeout) for c in probes]
+            return self.compile_many(probes, arch, label, limit)
+        jobs = [self.target.job(c, arch, limit) for c in probes]
         known = {i: self.probe_results[job] for i, job in enumerate(jobs) if job in self.probe_results}
         missing = [i for i in range(len(jobs)) if i not in known]
-        compiled = dict(zip(missing, self.compile_many([probes[i] for i in missing], arch, label)))
+        compiled = dict(zip(missing, self.compile_many([probes[i] for i in missing], arch, label, limit)))
         for i, result in compiled.items():
             if result.error_kind not in UNCACHED_KINDS:  # a timeout or a crash may not happen again
                 self.probe_results[jobs[i]] = result

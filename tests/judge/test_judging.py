@@ -91,10 +91,10 @@ def _labelled_compiles(judge, monkeypatch) -> list[str]:
     labels: list[str] = []
     compile_many = judge.compile_many
 
-    def counting(configs, arch, label):
+    def counting(configs, arch, label, *rest):
         if configs:
             labels.append(label.split()[0])
-        return compile_many(configs, arch, label)
+        return compile_many(configs, arch, label, *rest)
 
     monkeypatch.setattr(judge, "compile_many", counting)
     return labels
@@ -123,6 +123,48 @@ def test_deferred_probes_are_learned_when_a_compiled_rejection_needs_a_repair(ju
     verdict = records[0].verdict
     assert verdict.verdict == "reject" and verdict.stage == "compiled"
     assert verdict.repair is not None and records[0].facts["shared_bytes"] > 101376  # the opt-in limit per block
+
+
+def _limits_by_batch(judge, monkeypatch) -> dict[str, set]:
+    """The time limits of the jobs the judge's pool is given, by batch label (``probing``, ``compiling``, ...)."""
+    limits: dict[str, set] = {}
+    batch = [""]
+    compile_many, run = judge.compile_many, judge.pool.run
+
+    def labelled(configs, arch, label, *rest):
+        batch[0] = label.split()[0]
+        return compile_many(configs, arch, label, *rest)
+
+    def recording(jobs, *args, **kwargs):
+        jobs = list(jobs)
+        limits.setdefault(batch[0], set()).update(job.timeout for job in jobs)
+        return run(jobs, *args, **kwargs)
+
+    monkeypatch.setattr(judge, "compile_many", labelled)
+    monkeypatch.setattr(judge.pool, "run", recording)
+    return limits
+
+
+def test_probe_compiles_get_a_shorter_time_limit_than_configs(judge, monkeypatch):
+    from kernelrules.judge import pipeline
+
+    limits = _limits_by_batch(judge, monkeypatch)
+    judge.timeout = 30.0
+    judge.judge_arch([_tile(128, 128, 64, 5)], load_arch("ada"), True, {}, defer_probes=True)
+    assert limits.pop("probing") == {pipeline.PROBE_TIMEOUT} and pipeline.PROBE_TIMEOUT < 30.0
+    assert "compiling" in limits and set().union(*limits.values()) == {30.0}  # configs, repairs: the judge's limit
+
+
+def test_a_judges_lower_limit_holds_for_probes_too(monkeypatch):
+    target = KernelTarget.for_signature(REPO / "examples" / "matmul.py", "matmul_kernel", SIGNATURE,
+                                        fixed=["GROUP_SIZE_M"])
+    judge = ConfigJudge(target, jobs=1, timeout=5.0)
+    try:
+        limits = _limits_by_batch(judge, monkeypatch)
+        judge.judge_arch([_tile(128, 128, 64, 5)], load_arch("ada"), True, {}, defer_probes=True)
+        assert limits["probing"] == {5.0} and limits["compiling"] == {5.0}
+    finally:
+        judge.close()
 
 
 def test_deferral_is_only_for_few_configs_that_are_compiled(judge, monkeypatch):
