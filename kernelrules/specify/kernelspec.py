@@ -219,7 +219,11 @@ def _launch_derived(kernel: Any, config: KernelConfig, values: dict[str, Any], p
     if not isinstance(module, ParsedModule):
         return
     known = {**config.constexprs, **values}
-    for name, (value, read) in derived_values(kernel, module, known, guessed).items():
+    try:
+        derived = derived_values(kernel, module, known, guessed)
+    except (RecursionError, MemoryError, ValueError, TypeError, AttributeError):  # absurd launcher source: name guesses
+        return
+    for name, (value, read) in derived.items():
         values[name] = value
         provenance[name] = "default" if any(provenance.get(r) == "default" for r in read) else "call-site"
 

@@ -129,3 +129,18 @@ def test_the_walk_follows_the_launchers_statements_in_order(kernels):
     resolved = resolve(kernels["chunk_kernel"], spec=spec)
     assert {n: resolved.fixed[n] for n in ("BK", "BV", "BC")} == {"BK": 16, "BV": 32, "BC": 32}
     assert resolved.guessed == {}  # every value rests on the spec's K and V
+
+
+def test_a_launcher_too_deep_to_walk_leaves_the_name_guesses(tmp_path: Path):
+    depth = 60  # nested ifs whose tests cannot be evaluated: every level walks both branches
+    body = "".join("    " * (i + 1) + f"if flag{i}:\n" for i in range(depth))
+    source = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+              "def deep_kernel(x, K: tl.constexpr, BK: tl.constexpr):\n    tl.store(x, tl.load(x))\n\n\n"
+              "def launch(x, K):\n" + body + "    " * (depth + 1) + "BK = triton.next_power_of_2(K)\n"
+              "    deep_kernel[(1,)](x, K=K, BK=BK)\n")
+    path = tmp_path / "deep.py"
+    path.write_text(source)
+    kernel = next(k for k in discover([path]).kernels if k.name == "deep_kernel")
+    resolved = resolve(kernel)
+    # BK is assigned on one branch only of each if: no single value, so the name guess stands (and nothing raises)
+    assert resolved.guessed == {"K": 16, "BK": 128}
