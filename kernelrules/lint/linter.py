@@ -81,6 +81,14 @@ class LintOptions:
                    **inputs)
 
 
+def _name_guesses_first(propose: Callable[[str, Mapping[str, Any]], list], name_guesses: dict[str, Any]) -> Any:
+    """A guess-search proposer that first proposes undoing the launcher's derived values (their guesses by
+    name), on the first failure only, then proposes what ``propose`` does."""
+    def run(message: str, change: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return ([dict(name_guesses)] if not change else []) + propose(message, change)
+    return run
+
+
 def _append(kernel_report: KernelReport, text: str) -> None:
     """Add one clause to the kernel's report message."""
     kernel_report.message = f"{kernel_report.message}; {text}" if kernel_report.message else text
@@ -246,7 +254,8 @@ class Linter:
         searched = self.options.stage == "compiled" and bool(guessed or pointer_variants(signature.spec,
                                                                                           signature.provenance))
         if searched:
-            sites, guessed, retried = self._settle_guesses(kernel, signature, kernel_report, sites, fixed, guessed)
+            sites, guessed, retried = self._settle_guesses(kernel, signature, kernel_report, sites, fixed, guessed,
+                                                           resolved.name_guesses)
         if guessed:
             shown_guesses = ", ".join(f"{k}={v}" + (f" ({retried[k]})" if k in retried else "")
                                       for k, v in guessed.items())
@@ -305,19 +314,42 @@ class Linter:
         return deps.misses
 
     def _settle_guesses(self, kernel: Any, signature: Any, kernel_report: KernelReport, sites: list,
-                        fixed: frozenset[str], guessed: Mapping[str, Any]) -> tuple[list, dict[str, Any], dict[str, Any]]:
+                        fixed: frozenset[str], guessed: Mapping[str, Any],
+                        name_guesses: Mapping[str, Any] | None = None) -> tuple[list, dict[str, Any], dict[str, Any]]:
         """Compile the first config on the first architecture; when it fails on a guess, search other
         pointer types and constexpr values (:func:`kernelrules.specify.guess_search.settle`) and keep the first
         that compiles. Retypes ``signature`` in place; returns the sites, the guessed values and, for a
-        constexpr that was changed, the guess it replaced and what that did ("16 did not compile")."""
+        constexpr that was changed, the guess it replaced and what that did ("16 did not compile").
+        ``name_guesses``: the guesses by name that values a launcher derives replaced; when the first
+        config does not compile, they are the search's first proposal (the derived values rest on guesses
+        too), and when nothing compiles at all, the search runs again from them, as without the derivation."""
         from ..specify.constexpr_repair import proposer
         from ..specify.guess_search import local_names, settle
 
-        first = sites[0][0]
-        propose = proposer(kernel, [dict(c.constexprs) for c, _, _ in sites], list(guessed))
-        found = settle(lambda spec, change: self._probe(kernel, spec, first.replace(change), fixed),
-                       signature.spec, signature.provenance, guessed, locals_=local_names(kernel_function(kernel)),
-                       propose=propose)
+        compiled: list[bool] = []  # whether each probe compiled
+
+        def search(sites: list, guessed: Mapping[str, Any]) -> Any:
+            first = sites[0][0]
+            propose = proposer(kernel, [dict(c.constexprs) for c, _, _ in sites], list(guessed))
+            if name_guesses:
+                propose = _name_guesses_first(propose, dict(name_guesses))
+
+            def probe(spec: Mapping[str, Any], change: Mapping[str, Any]) -> Any:
+                result = self._probe(kernel, spec, first.replace(change), fixed)
+                compiled.append(bool(result is not None and result.ok))
+                return result
+            return settle(probe, signature.spec, signature.provenance, guessed,
+                          locals_=local_names(kernel_function(kernel)), propose=propose)
+
+        found = search(sites, guessed)
+        if name_guesses and compiled and not any(compiled):
+            # Nothing compiled with the launcher's derived values (they rest on guesses too): search again from
+            # the guesses by name alone, as without them, and keep that when something compiles there.
+            compiled.clear()
+            alone = [(c.replace(dict(name_guesses)), line, col) for c, line, col in sites]
+            again = search(alone, {**guessed, **name_guesses})
+            if any(compiled):
+                sites, guessed, found = alone, {**guessed, **name_guesses}, again
         if found.pointer_type:
             signature.spec = dict(found.spec)
             for name in found.pointers:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from ..config import LAUNCH_OPTIONS, KernelConfig
@@ -37,7 +37,9 @@ class ResolvedKernel:
     ``heuristics``, ``default`` ...); ``guessed`` holds the constexpr values nobody gave;
     ``notes`` are clauses for the kernel's report (configs taken from Inductor size hints, what
     ``early_config_prune`` kept). When the signature is incomplete, ``sites`` are the configs as
-    found and nothing was guessed.
+    found and nothing was guessed. ``name_guesses``: for each constexpr a launcher derives
+    (:mod:`kernelrules.specify.launch_relations`), the guess by its name it replaced (the guess
+    search tries those first when the first config does not compile).
     """
 
     source: str
@@ -47,6 +49,7 @@ class ResolvedKernel:
     provenance: Mapping[str, str]
     guessed: Mapping[str, Any]
     notes: tuple[str, ...] = ()
+    name_guesses: Mapping[str, Any] = field(default_factory=dict)
 
     def target(self, kernel: Any, src: Iterable[str] = ()) -> KernelTarget:
         """The compile target of ``kernel`` with the resolved signature and fixed constexprs."""
@@ -81,7 +84,9 @@ def resolve(kernel: Any, *, spec: Mapping[str, Mapping[str, Any]] | None = None,
         if found is not None:
             sites, note = found
             notes.append(note)
-    fixed, constexpr_provenance = _constexpr_values(kernel, explicit, sites[0][0], _call_literals(kernel), source)
+    name_guesses: dict[str, Any] = {}
+    fixed, constexpr_provenance = _constexpr_values(kernel, explicit, sites[0][0], _call_literals(kernel), source,
+                                                    name_guesses)
     if not signature.complete:
         return ResolvedKernel(source, signature, tuple(sites), fixed, {**signature.provenance, **constexpr_provenance},
                               {}, tuple(notes))
@@ -98,7 +103,8 @@ def resolve(kernel: Any, *, spec: Mapping[str, Mapping[str, Any]] | None = None,
     guessed = {k: completed[0][0].constexprs.get(k, fixed.get(k)) for k, how in constexpr_provenance.items()
                if how == "default"}
     return ResolvedKernel(source, signature, tuple(completed), fixed,
-                          {**signature.provenance, **constexpr_provenance}, guessed, tuple(notes))
+                          {**signature.provenance, **constexpr_provenance}, guessed, tuple(notes),
+                          {k: v for k, v in name_guesses.items() if k in guessed})
 
 
 def _run_launch_code(kernel: Any, sites: list[Site], signature: Mapping[str, Any],
@@ -177,10 +183,12 @@ def kernel_function(kernel: Any) -> ast.FunctionDef | None:
 
 
 def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: KernelConfig,
-                     literals: Mapping[str, Any], source: str = "spec") -> tuple[dict[str, Any], dict[str, str]]:
+                     literals: Mapping[str, Any], source: str = "spec",
+                     name_guesses: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """Constexpr values a config lacks: from the spec, then a launch literal, then a guess.
 
-    Returns the values and each one's provenance (``source``, ``call-site`` or ``default``).
+    Returns the values and each one's provenance (``source``, ``call-site`` or ``default``);
+    ``name_guesses`` receives the guesses by name that values a launcher derives replaced.
     """
     from .constexpr_guess import condition_names, is_flag, string_names
 
@@ -203,29 +211,34 @@ def _constexpr_values(kernel: Any, spec: Mapping[str, Any] | None, config: Kerne
         else:
             flag = is_flag(param.name, param.annotation, conditions)
             values[param.name], provenance[param.name] = guess_constexpr(param.name, flag), "default"
-    _launch_derived(kernel, config, values, provenance)
+    replaced = _launch_derived(kernel, config, values, provenance)
+    if name_guesses is not None:
+        name_guesses.update(replaced)
     return values, provenance
 
 
-def _launch_derived(kernel: Any, config: KernelConfig, values: dict[str, Any], provenance: dict[str, str]) -> None:
+def _launch_derived(kernel: Any, config: KernelConfig, values: dict[str, Any],
+                    provenance: dict[str, str]) -> dict[str, Any]:
     """Replace guesses that a launch derives from its other arguments (``BK = next_power_of_2(K)``,
     :mod:`kernelrules.specify.launch_relations`); the value stays a guess (``default``) when it rests on one,
-    else it is the launch's (``call-site``)."""
+    else it is the launch's (``call-site``). Returns the guesses replaced, by name."""
     from ..discover.kernels import ParsedModule, cached_module
     from .launch_relations import derived_values
 
     guessed = [name for name, how in provenance.items() if how == "default"]
     module = cached_module(kernel.path) if guessed else None
     if not isinstance(module, ParsedModule):
-        return
+        return {}
     known = {**config.constexprs, **values}
     try:
         derived = derived_values(kernel, module, known, guessed)
     except (RecursionError, MemoryError, ValueError, TypeError, AttributeError):  # absurd launcher source: name guesses
-        return
+        return {}
+    replaced = {name: values[name] for name in derived if values.get(name) != derived[name][0]}
     for name, (value, read) in derived.items():
         values[name] = value
         provenance[name] = "default" if any(provenance.get(r) == "default" for r in read) else "call-site"
+    return replaced
 
 
 def apply_heuristics(kernel: Any, config: KernelConfig, signature: Mapping[str, Any]) -> tuple[KernelConfig, list[str]]:

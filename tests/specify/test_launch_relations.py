@@ -144,3 +144,16 @@ def test_a_launcher_too_deep_to_walk_leaves_the_name_guesses(tmp_path: Path):
     resolved = resolve(kernel)
     # BK is assigned on one branch only of each if: no single value, so the name guess stands (and nothing raises)
     assert resolved.guessed == {"K": 16, "BK": 128}
+
+
+def test_the_guess_search_first_undoes_the_derived_values(kernels):
+    from kernelrules.lint.linter import _name_guesses_first
+
+    resolved = resolve(kernels["attn_kernel"])
+    assert resolved.name_guesses == {"BK": 128, "G": 16}  # the guesses by name that BK=16 and G=1 replaced
+    asked = []
+    propose = _name_guesses_first(lambda message, change: asked.append(dict(change)) or [{"K": 32}],
+                                  dict(resolved.name_guesses))
+    assert propose("reshape() cannot change total number of elements", {}) == [{"BK": 128, "G": 16}, {"K": 32}]
+    assert propose("next error", {"K": 32}) == [{"K": 32}]  # later rounds: the kernel's own proposals only
+    assert asked == [{}, {"K": 32}]
