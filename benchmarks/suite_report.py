@@ -573,7 +573,8 @@ def _paired_section(w) -> None:
     if not rows:
         return
     commits = sorted({r["commit"] or "unknown" for r in rows})
-    w(f"### Judged by an interleaved re-measurement (`{PAIRED_SERIES}`: {len(rows)} of 43 problems so far)")
+    so_far = " so far" if len(rows) < 43 else ""
+    w(f"### Judged by an interleaved re-measurement (`{PAIRED_SERIES}`: {len(rows)} of 43 problems{so_far})")
     w("")
     w("A microsecond kernel's timing moves by 5-10% between do_bench calls, more than the 2% band, so comparing a "
       "run's single timings with the best round of the reference measures the noise as much as the search. In "
