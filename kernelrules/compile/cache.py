@@ -11,6 +11,8 @@ Results are keyed by a sha256 over everything the compile depends on:
   ``tt.divisibility`` attributes, constexpr-specialized arguments), the constexprs
   and the launch options;
 * the target (backend, arch, warp size);
+* for an entry with facts, the code that extracts them (:func:`facts_version`: a digest of the
+  analyzers' sources), so that an upgraded kernelrules never reads facts an older one extracted;
 * ``TRITON_DEBUG`` and ``TRITON_INSTRUMENTATION_MODE`` when set (a launch's options follow them).
 
 Location: ``$KERNELRULES_CACHE_DIR``, else the platform's user cache directory
@@ -84,6 +86,31 @@ def canonical_options(job: CompileJob) -> dict[str, Any]:
             if name not in defaults or value != defaults[name]}
 
 
+_FACTS_VERSION: str | None = None
+
+
+def facts_version() -> str:
+    """A digest of the sources that turn a compile's artifacts into facts (the ``analyzers`` package and
+    :mod:`kernelrules.compile.compilejob`, which calls them): part of the key of every entry with facts.
+    Read once per process (about 0.3 MB of text)."""
+    global _FACTS_VERSION
+    if _FACTS_VERSION is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("kernelrules.analyzers")  # found without running the package
+        roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+        files = sorted(path for root in roots for path in root.glob("*.py")) + [Path(__file__).with_name("compilejob.py")]
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.name.encode() + b"\0")
+            try:
+                digest.update(path.read_bytes())
+            except OSError:
+                pass
+        _FACTS_VERSION = digest.hexdigest()[:16]
+    return _FACTS_VERSION
+
+
 def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = None, *, twin: bool = False) -> str:
     """sha256 (hex) over everything the compile of ``job`` depends on.
 
@@ -110,6 +137,8 @@ def cache_key(job: CompileJob, source_hash: str, specialization: Any | None = No
         "target": json_safe(list(job.target)),
         "analyze": bool(getattr(job, "analyze", False)),  # entries with facts differ from bare ones
     }
+    if payload["analyze"]:
+        payload["facts"] = facts_version()
     launch_env = {name: os.environ[name] for name in LAUNCH_ENV if os.environ.get(name)}
     if launch_env:  # only when set, so that the usual keys stay as they were
         payload["launch_env"] = launch_env

@@ -113,6 +113,16 @@ def test_key_covers_every_input():
     assert len({base, *others}) == len(others) + 1
 
 
+def test_an_entry_with_facts_is_keyed_by_the_code_that_extracts_them(monkeypatch):
+    import kernelrules.compile.cache as cache
+
+    assert len(cache.facts_version()) == 16
+    with_facts, bare = cache_key(job(analyze=True), "h1"), cache_key(job(), "h1")
+    monkeypatch.setattr(cache, "_FACTS_VERSION", "an-older-extract")  # an upgraded or edited analyzers package
+    assert cache_key(job(analyze=True), "h1") != with_facts  # never the facts an older extraction stored
+    assert cache_key(job(), "h1") == bare  # a bare compile's entry holds no facts: still shared
+
+
 def test_default_directory(monkeypatch, tmp_path):
     monkeypatch.setenv("KERNELRULES_CACHE_DIR", str(tmp_path / "kc"))
     assert default_cache_dir() == tmp_path / "kc"
