@@ -1,6 +1,7 @@
 """Which corpus kernels' constexpr guesses the launcher relations change, and how their lint ends.
 
     python benchmarks/corpus_launch_relations.py --dir DIR --only liger,sglang [--out FILE] [--jobs 2]
+        [--save-guesses FILE] [--guesses-before FILE]
 
 For each package of ``benchmarks/corpus_lint.py`` (installed under ``DIR/<name>`` as that script
 does), resolves every kernel twice without compiling: with the values launchers derive
@@ -9,6 +10,9 @@ sm_90 with a fresh cache, only the files holding a kernel whose guesses changed,
 such kernel's status with the package's last full run (``benchmarks/results/corpus/<name>.details.json``):
 kernels analyzed there that now need a spec or end in error, kernels with ``CMP001`` or
 ``CMP002``. Writes one JSON summary per package to ``--out``.
+
+To check a later change to the guesses, save them before it (``--save-guesses`` at the earlier commit)
+and compare with them after (``--guesses-before``): only the kernels the change moves are linted.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import corpus_lint  # noqa: E402
 
 
-def guess_changes(root: Path, paths: list[str]) -> dict[tuple[str, str], dict[str, tuple]]:
-    """(file, kernel) -> {constexpr: (guess without relations, with)} for kernels whose guesses change."""
+def resolved_guesses(root: Path, paths: list[str]) -> tuple[dict[str, dict | None], dict[str, dict | None]]:
+    """Each kernel's constexpr guesses (``"file:kernel"`` -> {name: value}, None where resolving fails),
+    with the launchers' derived values and without them."""
     import kernelrules.specify.kernelspec as kernelspec
     from kernelrules.discover.consent import allowing_user_code
     from kernelrules.discover.kernels import discover
@@ -45,32 +50,47 @@ def guess_changes(root: Path, paths: list[str]) -> dict[tuple[str, str], dict[st
             out = {}
             for kernel in kernels:
                 try:
-                    out[(str(kernel.path), kernel.name)] = dict(kernelspec.resolve(kernel).guessed)
+                    out[f"{kernel.path}:{kernel.name}"] = dict(kernelspec.resolve(kernel).guessed)
                 except Exception:  # noqa: BLE001 - the lint reports it; here only the guesses count
-                    out[(str(kernel.path), kernel.name)] = None
+                    out[f"{kernel.path}:{kernel.name}"] = None
             return out
 
         with allowing_user_code(False), targeting(["nvidia"]):
             new = guesses()
-            derive, kernelspec._launch_derived = kernelspec._launch_derived, lambda *a, **k: None
+            derive, kernelspec._launch_derived = kernelspec._launch_derived, lambda *a, **k: {}
             try:
                 old = guesses()
             finally:
                 kernelspec._launch_derived = derive
     finally:
         os.chdir(here)
-    return {key: {n: (old[key].get(n), v) for n, v in new[key].items() if old[key].get(n) != v}
-            for key in new if new[key] is not None and old[key] is not None and new[key] != old[key]}
+    return new, old
 
 
-def check(name: str, root: Path, jobs: int) -> dict:
-    """Lint the files whose kernels' guesses change; compare with the last full run's details."""
-    changes = guess_changes(root, corpus_lint.lint_paths(name, root))
+def guess_changes(new: dict, old: dict) -> dict[tuple[str, str], dict[str, tuple]]:
+    """(file, kernel) -> {constexpr: (guess in ``old``, in ``new``)} for kernels whose guesses differ."""
+    return {tuple(key.rsplit(":", 1)): {n: (old[key].get(n), v) for n, v in new[key].items() if old[key].get(n) != v}
+            for key in new if new[key] is not None and old.get(key) is not None and new[key] != old[key]}
+
+
+def check(name: str, root: Path, jobs: int, before: dict | None = None, saved: dict | None = None,
+          lint: bool = True) -> dict:
+    """Lint the files whose kernels' guesses change; compare with the last full run's details.
+    ``before``: the guesses an earlier run saved (``--save-guesses``), compared with instead of the guesses
+    without derived values; ``saved``: receives this run's guesses."""
+    new, old = resolved_guesses(root, corpus_lint.lint_paths(name, root))
+    if saved is not None:
+        saved[name] = new
+    if before is not None:
+        new, old = json.loads(json.dumps(new)), before.get(name, {})  # compared as saved (tuples as lists)
+    changes = guess_changes(new, old)
     files = sorted({path for path, _ in changes})
-    summary: dict = {"package": name, "kernels_changed": len(changes), "files": len(files),
+    summary: dict = {"package": name, "kernels": len(new), "kernels_changed": len(changes), "files": len(files),
+                     # kernels whose guesses could not be resolved (compared neither way): a sign the check broke
+                     "unresolved": [sum(v is None for v in new.values()), sum(v is None for v in old.values())],
                      "changes_by_value": collections.Counter(
                          f"{n}: {o} -> {v}" for d in changes.values() for n, (o, v) in d.items()).most_common(12)}
-    if not files:
+    if not files or not lint:
         return summary
     with tempfile.TemporaryDirectory() as cache:
         start = time.monotonic()
@@ -103,16 +123,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(corpus_lint.PACKAGES))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="write the summaries here as JSON")
+    parser.add_argument("--save-guesses", type=Path, default=None,
+                        help="write every kernel's guesses here (JSON), for a later run's --guesses-before")
+    parser.add_argument("--guesses-before", type=Path, default=None,
+                        help="compare with the guesses a run of earlier code saved, not with no derived values")
+    parser.add_argument("--no-lint", action="store_true", help="resolve and compare only (with --save-guesses)")
     args = parser.parse_args(argv)
-    results = []
+    before = json.loads(args.guesses_before.read_text()) if args.guesses_before else None
+    results, saved = [], {}
     for name in args.only.split(","):
         root = args.dir / name
         if not root.exists():
             corpus_lint.install(corpus_lint.PACKAGES[name][0], root)
-        results.append(check(name, root, args.jobs))
+        results.append(check(name, root, args.jobs, before, saved, not args.no_lint))
         print(json.dumps(results[-1], indent=1), flush=True)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
+    if args.save_guesses:
+        args.save_guesses.write_text(json.dumps(saved, indent=0, sort_keys=True) + "\n")
     return 0
 
 

@@ -170,6 +170,25 @@ def first_line(node: ast.stmt) -> int:
     return line
 
 
+class MarkedLines:
+    """Which lines of a source match a pattern, to skip the statements that cannot hold what is sought
+    (a launch ``kernel[grid](...)`` is written with ``[`` and ``](``: most of a large module of plain helpers
+    needs no walk). Lines are counted as :mod:`ast` counts them."""
+
+    def __init__(self, source: str, pattern: str | re.Pattern[str]) -> None:
+        search = re.compile(pattern).search
+        self._before = [0]  # _before[i]: how many of the first i lines match
+        for line in re.split(r"\r\n|\r|\n", source):
+            self._before.append(self._before[-1] + bool(search(line)))
+
+    def holds(self, node: ast.AST) -> bool:
+        """Whether a line of ``node`` (a statement's decorators included) matches."""
+        last = len(self._before) - 1
+        end = min(getattr(node, "end_lineno", None) or last, last)
+        start = first_line(node) if isinstance(node, ast.stmt) else getattr(node, "lineno", 1)
+        return self._before[end] - self._before[max(start, 1) - 1] > 0
+
+
 def source_segment(source: str, node: ast.AST) -> str:
     """The exact source text of ``node`` (decorators of a function included)."""
     text = _source_segment(source, node) or ast.unparse(node)

@@ -32,6 +32,7 @@ import re
 from typing import Any, Iterable, Iterator, Mapping
 
 from .constexpr_eval import Scope, Unknown, evaluate
+from ..discover.pyast import MarkedLines
 
 #: Types a derived value may have to be used (a block size, a flag, a dtype written ``"tl.float16"``).
 _VALUE_TYPES = (bool, int, str)
@@ -204,8 +205,11 @@ def derived_values(kernel: Any, module: Any, known: Mapping[str, Any],
         todo = [name for name in arguments if name in wanted and name not in found]
         if not todo:
             continue
-        # the launch's arguments passed by name, with their known values, seed the walk (guesses give way)
+        # the launch's arguments passed by name, with their known values, seed the walk (guesses give way);
+        # a guess never stands for a module constant the launcher passes (``HEAD_DIM=INDEX_HEAD_DIM``)
         passed = {param: expr.id for param, expr in arguments.items() if param in known and isinstance(expr, ast.Name)}
+        constant = set(module.constants) - _bound_names(function)
+        passed = {param: local for param, local in passed.items() if param not in wanted or local not in constant}
         walk = _Walk({local: known[param] for param, local in passed.items()},
                      {local for param, local in passed.items() if param in wanted}, module.constants)
         if function is not None:
@@ -220,6 +224,19 @@ def derived_values(kernel: Any, module: Any, known: Mapping[str, Any],
                 continue  # (the guess itself, not a value the launcher computes)
             found[name] = (value, {param for param, local in passed.items() if local in rests})
     return found
+
+
+def _bound_names(function: ast.FunctionDef | None) -> set[str]:
+    """The names ``function`` binds itself (its parameters and assignments), which hide module constants;
+    none at module level, where a constant is the module's own name."""
+    if function is None:
+        return set()
+    args = function.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    names.update(node.id for node in _own_nodes(function.body)
+                 if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)))
+    return names
 
 
 #: The last modules' launch index: id(module) -> (module, launched name -> [(call, function)]).
@@ -242,20 +259,12 @@ def _launches(module: Any, name: str) -> list[tuple[ast.Call, ast.FunctionDef | 
 def _index(module: Any) -> dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]]:
     """Every launch of the module by the kernel it launches (aliases resolved within their function).
     Only functions whose text holds ``](`` are walked, and never a jit function (kernels launch nothing)."""
-    marked = [0]  # marked[i]: how many of the first i lines may hold a launch
-    for line in re.split(r"\r\n|\r|\n", module.source):
-        marked.append(marked[-1] + bool(_LAUNCH_TEXT.search(line)))
-    last = len(marked) - 1
+    marked = MarkedLines(module.source, _LAUNCH_TEXT)
     jit = {id(f) for f in getattr(module, "jit_functions", {}).values()}
-
-    def holds_launch(node: ast.AST) -> bool:
-        end = min(getattr(node, "end_lineno", None) or last, last)
-        return marked[end] - marked[max(getattr(node, "lineno", 1), 1) - 1] > 0
-
     found: dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]] = {}
     for function, body in _bodies(module.tree.body, None):
         statements = [s for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-        if id(function) in jit or not any(holds_launch(s) for s in statements):
+        if id(function) in jit or not any(marked.holds(s) for s in statements):
             continue
         nodes = list(_own_nodes(statements))
         aliases: dict[str, set[str]] = {}

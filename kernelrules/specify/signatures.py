@@ -44,7 +44,7 @@ from .usetypes import use_types
 from ..compile.descriptor import is_descriptor
 from ..atomicio import write_text_atomic
 from ..discover.kernels import DiscoveredKernel, ParsedModule, cached_module
-from ..discover.pyast import first_line, iter_nodes
+from ..discover.pyast import MarkedLines, iter_nodes
 from ..errors import SignatureSpecError
 from ..yamlio import LocatedDocument, load_file
 
@@ -216,12 +216,8 @@ def _launches(module: ParsedModule) -> dict[str, list[ast.Call]]:
 def _with_subscripts(module: ParsedModule) -> list[ast.stmt]:
     """The module's top-level statements whose text holds a ``[``: a launch ``kernel[grid](...)`` is written
     with one, so the others (most of a large module of plain helpers) need no walk."""
-    marked = [0]  # marked[i]: how many of the first i lines hold a "["
-    for line in re.split(r"\r\n|\r|\n", module.source):  # the lines as ast counts them
-        marked.append(marked[-1] + ("[" in line))
-    last = len(marked) - 1
-    return [s for s in module.tree.body
-            if marked[min(s.end_lineno or last, last)] - marked[max(first_line(s), 1) - 1] > 0]
+    marked = MarkedLines(module.source, r"\[")
+    return [s for s in module.tree.body if marked.holds(s)]
 
 
 def _call_literals(kernel: DiscoveredKernel, call: ast.Call) -> dict[str, Any]:

@@ -3,13 +3,9 @@ and configs to judge, resolved from the source and loaded spec files, without ru
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
 from kernelrules.config import KernelConfig
-from kernelrules.discover.kernels import discover
 from kernelrules.specify.kernelspec import resolve
 
 KERNELS = '''
@@ -45,10 +41,8 @@ SPEC = {"scale_kernel": {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": 256, "SCALE": 
 
 
 @pytest.fixture
-def kernels(tmp_path: Path) -> dict:
-    path = tmp_path / "kernels.py"
-    path.write_text(textwrap.dedent(KERNELS))
-    return {k.name: k for k in discover([path]).kernels}
+def kernels(discovered) -> dict:
+    return discovered(KERNELS)
 
 
 def test_a_loaded_spec_gives_the_signature_and_the_constexprs(kernels):

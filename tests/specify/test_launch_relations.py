@@ -3,12 +3,8 @@
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
-from kernelrules.discover.kernels import discover
 from kernelrules.specify.kernelspec import resolve
 
 SOURCE = '''
@@ -71,14 +67,32 @@ def chunk(x, cu_seqlens=None):
         chunk_kernel[(1,)](x, K=K, V=V, BK=BK, BV=BV, BC=BC)
     else:
         chunk_kernel[(2,)](x, K=K, V=V, BK=BK, BV=BV, BC=BC + 16)
+
+
+HEAD = 128
+
+
+@triton.jit
+def head_kernel(x, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, WIDTH: tl.constexpr):
+    i = tl.arange(0, BLOCK_D)
+    tl.store(x + i, tl.load(x + i))
+
+
+def head(x, HEAD=None):
+    head_kernel[(1,)](x, HEAD_DIM=HEAD_CONST, BLOCK_D=triton.next_power_of_2(HEAD_CONST), WIDTH=HEAD)
+
+
+HEAD_CONST = 96
+
+
+def head_module_level(x):
+    head_kernel[(2,)](x, HEAD_DIM=HEAD_CONST, BLOCK_D=triton.next_power_of_2(HEAD_CONST), WIDTH=HEAD_CONST + 1)
 '''
 
 
 @pytest.fixture
-def kernels(tmp_path: Path) -> dict:
-    path = tmp_path / "ops.py"
-    path.write_text(textwrap.dedent(SOURCE))
-    return {k.name: k for k in discover([path]).kernels}
+def kernels(discovered) -> dict:
+    return discovered(SOURCE, "ops.py")
 
 
 def test_a_block_size_follows_the_guessed_argument_it_is_derived_from(kernels):
@@ -131,16 +145,14 @@ def test_the_walk_follows_the_launchers_statements_in_order(kernels):
     assert resolved.guessed == {}  # every value rests on the spec's K and V
 
 
-def test_a_launcher_too_deep_to_walk_leaves_the_name_guesses(tmp_path: Path):
+def test_a_launcher_too_deep_to_walk_leaves_the_name_guesses(discovered):
     depth = 60  # nested ifs whose tests cannot be evaluated: every level walks both branches
     body = "".join("    " * (i + 1) + f"if flag{i}:\n" for i in range(depth))
     source = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
               "def deep_kernel(x, K: tl.constexpr, BK: tl.constexpr):\n    tl.store(x, tl.load(x))\n\n\n"
               "def launch(x, K):\n" + body + "    " * (depth + 1) + "BK = triton.next_power_of_2(K)\n"
               "    deep_kernel[(1,)](x, K=K, BK=BK)\n")
-    path = tmp_path / "deep.py"
-    path.write_text(source)
-    kernel = next(k for k in discover([path]).kernels if k.name == "deep_kernel")
+    kernel = discovered(source, "deep.py")["deep_kernel"]
     resolved = resolve(kernel)
     # BK is assigned on one branch only of each if: no single value, so the name guess stands (and nothing raises)
     assert resolved.guessed == {"K": 16, "BK": 128}
@@ -157,3 +169,14 @@ def test_the_guess_search_first_undoes_the_derived_values(kernels):
     assert propose("reshape() cannot change total number of elements", {}) == [{"BK": 128, "G": 16}, {"K": 32}]
     assert propose("next error", {"K": 32}) == [{"K": 32}]  # later rounds: the kernel's own proposals only
     assert asked == [{}, {"K": 32}]
+
+
+def test_a_module_constant_passed_to_the_launch_is_not_shadowed_by_a_guess(kernels):
+    # HEAD_DIM=HEAD_CONST passes a module constant (96): its value is the launch's, not the guess 16, and
+    # BLOCK_D = next_power_of_2(HEAD_CONST) follows it (sglang's kpool kernel launches this way)
+    resolved = resolve(kernels["head_kernel"])
+    assert resolved.fixed["HEAD_DIM"] == 96 and resolved.provenance["HEAD_DIM"] == "call-site"
+    assert resolved.fixed["BLOCK_D"] == 128 and resolved.provenance["BLOCK_D"] == "call-site"
+    # the first launch's WIDTH=HEAD is the launcher's own parameter, which hides the module's HEAD = 128:
+    # no value there, so the second launch's HEAD_CONST + 1 is taken
+    assert resolved.fixed["WIDTH"] == 97
