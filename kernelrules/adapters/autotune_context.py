@@ -22,6 +22,15 @@ to all three, keeps:
   compile. A phase that chooses other probes compiles them, so each phase's model, and
   every verdict and estimate, is exactly what it was when each phase learned alone.
 
+- **rank first with ``perf_model=True, top_k=k``**: when the perf model can rank the
+  launch's configs from their values alone (a matmul-like problem: integer sizes M, N and
+  K), the early prune judges at the config stage and compiles nothing (no probes, no
+  compile-first), the perf model ranks on the configs' values, and only the ``k`` configs
+  left to time are compiled, by the precompile, which checks each on its compiled facts
+  (:meth:`defer_check`) while the GPU times the others. A short list's compile round (worker
+  start-up and the slowest of every config's cold compile) is the largest part of the fixed
+  cost when only ``k`` of its configs are timed.
+
 - **compile-first on a short list**: when the machine can compile every config of the
   list at once (no more configs than the pool's workers: ``jobs``, else the CPU count)
   for the GPU that launches, the early prune skips the probes and the resource model: it
@@ -31,7 +40,7 @@ to all three, keeps:
   keeps those facts (:meth:`remember_compiled`) so the perf model ranks on them and the
   precompile does not compile the same configs again. A rejected config's repair is
   not compiled there when the tuner precompiles: it is kept unchecked
-  (:meth:`defer_repair_check`), and the precompile compiles it only if it is left to
+  (:meth:`defer_check`), and the precompile compiles it only if it is left to
   time (``top_k`` may leave it out), while the GPU times the others, and checks it then.
 
 The standalone APIs (``early_prune``, ``triton_perf_model``, ``precompile``) take a
@@ -97,12 +106,20 @@ class AutotuneContext:
         #: Compile jobs (without their time limit) already compiled into Triton's cache.
         self.compiled_jobs: set[CompileJob] = set()
         #: Whether the tuner compiles the configs it will time ahead of their benchmark and
-        #: checks the repairs in :attr:`unchecked_repairs` then (its precompile does).
+        #: checks the configs in :attr:`unchecked` then (its precompile does).
         self.checks_repairs_ahead = False
-        #: Compile jobs (without their time limit) of repairs a compile-first early prune kept
-        #: without compiling them: the precompile compiles each one that is left to time,
-        #: checks it on its compiled facts, and the benchmark skips it if the rules reject it.
-        self.unchecked_repairs: set[CompileJob] = set()
+        #: Compile jobs (without their time limit) of configs an early prune kept without compiling
+        #: them (a compile-first prune's repairs; every config when ranking first): the precompile
+        #: compiles each one that is left to time, checks it on its compiled facts, and the
+        #: benchmark skips it if the rules reject it.
+        self.unchecked: set[CompileJob] = set()
+        #: ``top_k`` of a tuner whose perf model may rank the configs before any compile
+        #: (``kernelrules.autotune(perf_model=True, top_k=k)``); None: never rank first.
+        self.rank_first_top_k: int | float | None = None
+        #: The perf model's answer to "can you rank this launch's configs from their values alone?"
+        self.ranks_from_values: Any = None
+        #: Architectures whose last list was ranked first: the perf model estimates from the configs' values.
+        self.ranked_first: set[str] = set()
         self.pools_made = 0
         self._pool: Any = None
         self._lock = threading.RLock()
@@ -165,13 +182,22 @@ class AutotuneContext:
             self.compiled_facts[(arch, key)] = facts
         self.compiled_jobs.add(dataclasses.replace(job, timeout=None))
 
-    def defer_repair_check(self, job: CompileJob) -> None:
-        """Leave the check of a repair's compile to the precompile (see :attr:`unchecked_repairs`)."""
-        self.unchecked_repairs.add(dataclasses.replace(job, timeout=None))
+    def defer_check(self, job: CompileJob) -> None:
+        """Leave the check of a kept config's compile to the precompile (see :attr:`unchecked`)."""
+        self.unchecked.add(dataclasses.replace(job, timeout=None))
 
-    def repair_unchecked(self, job: CompileJob) -> bool:
-        """Whether ``job`` is a repair kept without its compile checked."""
-        return dataclasses.replace(job, timeout=None) in self.unchecked_repairs
+    def check_deferred(self, job: CompileJob) -> bool:
+        """Whether ``job`` is a config kept without its compile checked."""
+        return dataclasses.replace(job, timeout=None) in self.unchecked
+
+    def configs_to_time(self, count: int) -> int | None:
+        """How many of ``count`` configs a ranking-first tuner times (Triton's ``top_k``: a count, or a
+        fraction of the list), when that is fewer than all of them; None otherwise."""
+        k = self.rank_first_top_k
+        if k is None or isinstance(k, bool):
+            return None
+        k = int(count * k) if isinstance(k, float) and k <= 1.0 else int(k)
+        return max(k, 1) if k < count else None
 
     def was_compiled(self, job: CompileJob) -> bool:
         """Whether ``job`` (whatever its time limit) was compiled into Triton's cache already."""

@@ -8,8 +8,9 @@ benchmark of one config waits for that config's compile only. The configs alread
 compiled (by a compile-first early prune) are handed back first, so the GPU times them
 while the others compile: a config's compile never holds up the benchmark of another.
 
-A repair that a compile-first early prune kept unchecked
-(:meth:`~kernelrules.adapters.autotune_context.AutotuneContext.defer_repair_check`) is
+A config an early prune kept unchecked (a compile-first prune's repair, or any config of a list
+ranked before compiling;
+:meth:`~kernelrules.adapters.autotune_context.AutotuneContext.defer_check`) is
 checked here on its compiled facts; if the rules reject it, its benchmark is skipped
 and it gets the time Triton gives a config that cannot launch (infinite), so it is never
 chosen. A compile of any other config that fails or runs past the limit is left to
@@ -96,12 +97,12 @@ class CompileAhead:
         try:
             with self._pool(len(work)) as pool:
                 for job, result in pool.run([job for _, _, job in work], cache=None, triton_cache_dir=cache_dir):
-                    unchecked = self.context is not None and self.context.repair_unchecked(job)
+                    unchecked = self.context is not None and self.context.check_deferred(job)
                     self.compiled += result.ok * len(by_job.get(id(job), ()))
                     for config, prepared in by_job.get(id(job), ()):
                         if unchecked and not judge.passes_compiled(prepared, result):
                             self._rejected.add(id(config))
-                            log.info("kernelrules: repair %s rejected on its compiled facts; not timed", config)
+                            log.info("kernelrules: %s rejected on its compiled facts; not timed", config)
                         elif not result.ok:
                             log.info("kernelrules: precompile of %s: %s (left to Triton)", job.describe(),
                                      result.error_kind)

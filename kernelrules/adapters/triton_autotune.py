@@ -87,6 +87,9 @@ def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: Mappi
             from .triton_perf import triton_perf_model
 
             tuner.perf_model = triton_perf_model(tuner, arch=arch, context=context)
+            if top_k is not None:  # rank from the configs' values, compile only the top_k (autotune_context)
+                context.rank_first_top_k = top_k
+                context.ranks_from_values = getattr(tuner.perf_model, "ranks_from_values", None)
         if precompile:
             from .precompile import precompile_before_timing
 

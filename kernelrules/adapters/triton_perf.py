@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ..config import KernelConfig
 from .kernel_prune import jit_function, kernel_object, launch_signature, resolve_arch
@@ -70,10 +70,33 @@ class TritonPerfModel:
                 self._memo[memo_key] = estimate_any(config, arch, problem, model=model, sku=self.sku)
         return self._memo[memo_key]
 
+    def ranks_from_values(self, kwargs: Mapping[str, Any], configs: Sequence[Any]) -> bool:
+        """Whether this launch's ``configs`` (Triton ``Config`` objects) can be ranked from their values
+        alone, before any compile: the matmul model's problem (integer sizes M, N and K) and an estimate
+        of every config from its values. The general model needs compiled facts."""
+        from ..predict.perf_general import estimate_any, matmul_judges
+
+        try:
+            fn, _ = _unwrap(self.kernel)
+            signature, constexprs = launch_signature(fn, kwargs)
+            problem = dict(self.problem(kwargs)) if callable(self.problem) else _problem_from_args(kwargs, signature)
+            if not matmul_judges(None, problem):
+                return False
+            arch = resolve_arch(self.arch)
+            for config in configs:
+                estimate_any(KernelConfig.from_triton(config).replace(constexprs), arch, problem, facts={},
+                             sku=self.sku)
+            return True
+        except Exception:  # noqa: BLE001 - cannot tell: compile first as before
+            return False
+
     def _compiled_facts(self, arch: Any, kwargs: Mapping[str, Any], tuner_configs: list) -> dict | None:
         """The compiled facts the tuner's context holds for the config in ``kwargs``, if its list
         was compiled first; ``{}`` (estimate from the config's names) for a config of such a list
-        that was not compiled (a repair); None otherwise (learn the resource model)."""
+        that was not compiled (a repair), and for every config of a list ranked before compiling;
+        None otherwise (learn the resource model)."""
+        if self.context is not None and arch.name in self.context.ranked_first:
+            return {}
         if self.context is None or not self.context.compiled_facts:
             return None
         from .autotune_context import config_key

@@ -63,26 +63,58 @@ class EarlyPrune:
                tuple(id(c) for c in configs))
         if key in self._memo:  # the memo holds the configs too, so their ids stay theirs
             return self._memo[key][1]
-        first = self._compile_first_cache(len(configs), arch)
+        timed = self._ranked_first(configs, arch, args)
+        first = None if timed else self._compile_first_cache(len(configs), arch)
+        if self.context is not None:  # the perf model ranks this architecture's list from the configs' values
+            (self.context.ranked_first.add if timed else self.context.ranked_first.discard)(arch.name)
         with contextlib.ExitStack() as stack:
             shared = {}
             if self.context is not None:
                 shared = {"pool": stack.enter_context(self.context.pool()),
                           "probe_results": self.context.probe_results}
-                shared["pool"].start(len(configs) if first else PROBE_WORKERS)  # start while the rules load
+                # start while the rules load: the probes', the list's or (ranking first) the precompile's workers
+                shared["pool"].start(timed or (len(configs) if first else PROBE_WORKERS))
             judge = stack.enter_context(KernelJudge(kernel, arch, signature, constexprs, heuristic_args=args,
                                                     compile=self.compile or first is not None,
                                                     triton_cache_dir=first, **shared))
             judged = [judge.prepare(c) for c in configs]
             judge.check(judged)
-            later = first is not None and self.context.checks_repairs_ahead
-            records = judge.judge(judged, probe=first is None, verify_repairs=not later)
+            later = (first is not None or timed is not None) and self.context.checks_repairs_ahead
+            records = judge.judge(judged, probe=first is None and timed is None, verify_repairs=not later)
             if first is not None:
                 self._remember(judge, arch, configs, judged, records)
+            elif timed is not None:
+                self._defer_checks(judge, arch, judged, records)
             result = build_result(arch.name, configs, records, judge.added_names, judge.notes)
         kept = self._decide(result)
         self._memo[key] = (configs, kept)
         return kept
+
+    def _ranked_first(self, configs: list, arch: Any, args: Mapping[str, Any]) -> int | None:
+        """How many configs the tuner will time when this list is ranked before anything compiles
+        (:mod:`~kernelrules.adapters.autotune_context`), else None: ``perf_model=True`` with a ``top_k``
+        below the list's length, a perf model that ranks this launch from the configs' values, a precompile
+        to check the configs left, and the judged architecture the one that launches."""
+        from .precompile import interpreting, launching_arch
+
+        context = self.context
+        if context is None or self.compile or not context.checks_repairs_ahead or interpreting():
+            return None
+        timed = context.configs_to_time(len(configs))
+        if timed is None or context.ranks_from_values is None:
+            return None
+        target = launching_arch()
+        if target is None or target.name != arch.name or not context.ranks_from_values(args, configs):
+            return None
+        return timed
+
+    def _defer_checks(self, judge: Any, arch: Any, judged: list, records: list) -> None:
+        """Ranking first: leave the compile and the compiled check of every kept config and repair to the
+        precompile, which compiles only those left to time."""
+        for prepared, record in zip(judged, records):
+            config = record.verdict.repair if record.verdict.rejected else prepared
+            if config is not None:
+                self.context.defer_check(judge.target.job(config, arch, judge.timeout))
 
     def _compile_first_cache(self, count: int, arch: Any) -> str | None:
         """Triton's cache directory when this list is compiled first (see
@@ -110,7 +142,7 @@ class EarlyPrune:
                 continue
             repair_job = judge.target.job(record.verdict.repair, arch, judge.timeout)
             if self.context.checks_repairs_ahead:  # not compiled yet: the precompile compiles and checks it
-                self.context.defer_repair_check(repair_job)
+                self.context.defer_check(repair_job)
             else:  # kept only if its compile in the repairs stage passed
                 self.context.remember_compiled(repair_job)
 

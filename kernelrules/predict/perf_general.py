@@ -200,8 +200,8 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
         reread = 0.0
         demand = tile_load / (32.0 * warps)
         path = "none"
-    if facts.get("registers"):
-        regs = float(facts["registers"])
+    if facts.get("registers"):  # compiled: the values ptxas spilled are the demand above the limit
+        regs = float(facts["registers"]) + float(facts.get("spill_bytes") or 0) / 4.0
     else:
         d = facts.get("register_demand_per_thread")
         regs = REGISTER_BASE + REGISTER_PER_ELEMENT * float(d if d is not None else demand)

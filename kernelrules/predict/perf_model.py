@@ -146,7 +146,8 @@ def estimate(config: Any, arch: Any, problem: Mapping[str, Any], model: Any = No
         raise ValueError(f"no dot tile for {config} (no resource model prediction, no BLOCK_M/N/K)")
     m, n, k = problem_sizes(problem)
     warps = config.num_warps or 4
-    regs = int(f.get("registers") or registers(f, warps))
+    # compiled registers stop at the limit; the values ptxas spilled are the demand above it
+    regs = int(f.get("registers") or registers(f, warps)) + int(f.get("spill_bytes") or 0) // 4
     limits = _limits(arch)
     occ = occupancy(limits, num_warps=warps, registers_per_thread=min(regs, limits.max_registers_per_thread),
                     shared_bytes=int(f.get("shared_bytes") or 0))

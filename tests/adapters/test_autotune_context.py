@@ -104,6 +104,7 @@ def prune(tuner):
 
 def test_one_pool_and_one_set_of_probes_per_tuner_with_the_same_verdicts(tmp_path, monkeypatch):
     monkeypatch.setattr(AutotuneContext, "compiles_all_at_once", lambda self, count: False)  # the probing path
+    monkeypatch.setattr(AutotuneContext, "configs_to_time", lambda self, count: None)  # (not ranking first)
     # the standalone APIs, each with its own pool and its own probes: the path before the context
     fresh_caches(tmp_path, monkeypatch, "separate")
     alone = Recorder(monkeypatch)
@@ -142,6 +143,7 @@ def test_a_short_list_is_compiled_first_into_tritons_cache_with_no_probes(tmp_pa
     # the machine can compile every config at once: no resource model, every config the rules
     # pass compiled once, straight into Triton's cache, judged on its compiled facts
     monkeypatch.setattr(AutotuneContext, "max_workers", property(lambda self: 8))
+    monkeypatch.setattr(AutotuneContext, "configs_to_time", lambda self, count: None)  # (not ranking first)
     triton_cache = fresh_caches(tmp_path, monkeypatch, "first")
     seen = Recorder(monkeypatch)
     tuner = kernelrules.autotune(configs(), ["M", "N", "K"], perf_model=True, top_k=TOP_K)(matmul_kernel.fn)
@@ -157,13 +159,56 @@ def test_a_short_list_is_compiled_first_into_tritons_cache_with_no_probes(tmp_pa
     # the 128x128x128 4-stage config needs more shared memory than Hopper has: rejected on its compiled
     # facts (MEM001) and repaired; the repair is not compiled by the early prune: the precompile compiles
     # and checks it only if top_k leaves it to time
-    assert len(context.unchecked_repairs) == 1
-    [repair_job] = context.unchecked_repairs
+    assert len(context.unchecked) == 1
+    [repair_job] = context.unchecked
     assert repair_job.options["num_stages"] < 4
     assert len(kept) == TOP_K and all(context.was_compiled(job) for job in sent)
     assert all((c.kwargs["BLOCK_M"], c.num_stages) != (128, 4) for c in kept)
-    timed_repair = any(context.repair_unchecked(job) for job in seen.precompiled()[len(configs()):])
+    timed_repair = any(context.check_deferred(job) for job in seen.precompiled()[len(configs()):])
     assert compiled_kernels(triton_cache) == len(seen.precompiled()) == len(configs()) + timed_repair
+    context.close()
+
+
+def test_a_list_ranked_first_compiles_only_the_configs_left_to_time(tmp_path, monkeypatch):
+    # perf_model=True with top_k below the list's length, on a matmul: the early prune judges at the config
+    # stage and compiles nothing (no probes, no compile-first); the perf model ranks on the configs' values;
+    # only the top_k configs are compiled, by the precompile, each checked on its compiled facts
+    from kernelrules.adapters import kernel_prune
+    from kernelrules.arch import load_arch
+    from kernelrules.config import KernelConfig
+    from kernelrules.predict.perf_general import estimate_any
+
+    monkeypatch.setattr(AutotuneContext, "max_workers", property(lambda self: 8))
+    triton_cache = fresh_caches(tmp_path, monkeypatch, "ranked")
+    seen = Recorder(monkeypatch)
+    checked, passes = [], kernel_prune.KernelJudge.passes_compiled
+
+    def recording(judge, config, result):
+        checked.append((config.constexprs["BLOCK_M"], result.ok, "dot_count" in result.facts))
+        return passes(judge, config, result)
+
+    monkeypatch.setattr(kernel_prune.KernelJudge, "passes_compiled", recording)
+    tuner = kernelrules.autotune(configs(), ["M", "N", "K"], perf_model=True, top_k=TOP_K)(matmul_kernel.fn)
+    kept = prune(tuner)
+    context, ahead = tuner.kernelrules_context, tuner.kernelrules_compile_ahead
+    ahead.join()
+    assert seen.models == [] and seen.probes() == [] and context.compiled_facts == {}
+    assert context.ranked_first == {load_arch("hopper").name}
+    # the top_k by the model's estimates from the configs' values alone (the over-sized 128x128x128 config
+    # repaired by the config stage's shared-memory rule or ranked out)
+    arch = load_arch("hopper")
+    problem = {"M": SIZE, "N": SIZE, "K": SIZE, "dtype": "fp16"}
+    by_estimate = sorted(configs(), key=lambda c: estimate_any(KernelConfig.from_triton(c), arch, problem, facts={}))
+    assert len(kept) == TOP_K and [shape(c) for c in kept] == [shape(c) for c in by_estimate[:TOP_K]]
+    assert len(seen.precompiled()) == TOP_K and compiled_kernels(triton_cache) == TOP_K
+    assert len(seen.spawned) <= TOP_K  # the workers the precompile needs, started with the early prune
+    assert sorted(m for m, _, _ in checked) == sorted(c.kwargs["BLOCK_M"] for c in kept)
+    assert all(ok and has_facts for _, ok, has_facts in checked), checked  # checked on the compile's facts
+    assert all(ahead.ready(c) for c in kept)
+    # a launch the configs' values cannot rank (no M, N, K): compile first, as without top_k
+    args = {k: v for k, v in named_args().items() if k not in ("M", "N", "K")}
+    assert not tuner.perf_model.ranks_from_values(args, configs())
+    assert tuner.perf_model.ranks_from_values(named_args(), configs())
     context.close()
 
 
@@ -182,7 +227,7 @@ def test_a_deferred_repair_is_compiled_while_the_others_are_timed_and_checked(tm
     assert all(shape(c) in {shape(o) for o in configs()} for c in kept[:-1])
     assert ahead.ready(repair)  # waits for its compile; a repair to fewer stages fits in shared memory
     assert compiled_kernels(triton_cache) == len(configs()) + 1
-    [repair_job] = [job for job in seen.precompiled() if context.repair_unchecked(job)]
+    [repair_job] = [job for job in seen.precompiled() if context.check_deferred(job)]
     assert repair_job.options["num_stages"] == repair.num_stages
     context.close()
 

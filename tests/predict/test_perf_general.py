@@ -44,6 +44,10 @@ def test_spills_and_unlaunchable_cost_more():
     base = estimate(_cfg(), "h200", ROWS, facts={"registers": 64}).seconds
     spilled = estimate(_cfg(), "h200", ROWS, facts={"registers": 400}).seconds
     assert spilled > base
+    # a compile's registers stop at the limit: what ptxas spilled is charged as the demand above it
+    capped = estimate(_cfg(), "h200", ROWS, facts={"registers": 255}).seconds
+    compiled = estimate(_cfg(), "h200", ROWS, facts={"registers": 255, "spill_bytes": 4 * 145}).seconds
+    assert compiled > capped and compiled == pytest.approx(spilled)
     no_fit = estimate(_cfg(), "h200", ROWS, facts={"shared_bytes": 10 ** 7}).seconds
     assert no_fit > 100 * base
 

@@ -234,3 +234,18 @@ def test_fastest_measured_config_is_in_the_documented_top_k(evaluation):
     rows = {row["k"]: row for row in module.top_k(keys, module.estimates(keys, configs, model), measured)}
     assert rows[DOCUMENTED_TOP_K]["best_in"]
     assert rows[DOCUMENTED_TOP_K]["fraction"] == 1.0
+
+
+def test_compiled_spills_count_like_predicted_excess_registers():
+    # ptxas caps a compile's registers at the limit and spills the rest: with compiled facts the model must
+    # still charge the spilled values (before, gemm__large's spilling 256x256 tiles ranked first on H200 facts)
+    from kernelrules.config import KernelConfig
+    from kernelrules.predict.perf_general import estimate_any
+
+    config = KernelConfig.from_dict({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_SIZE_M": 8,
+                                     "num_warps": 8, "num_stages": 3})
+    problem = {"M": 4096, "N": 4096, "K": 4096, "dtype": "fp16"}
+    facts = {"registers": 255, "shared_bytes": 196608, "dot_m": 256, "dot_n": 256, "dot_k": 64}
+    clean = estimate_any(config, "sm_90", problem, facts=facts, sku="h200")
+    spilled = estimate_any(config, "sm_90", problem, facts={**facts, "spill_bytes": 800}, sku="h200")
+    assert spilled > 1.2 * clean
