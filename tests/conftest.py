@@ -1,4 +1,4 @@
-"""Shared test helpers: run the installed ``kernelrules`` command."""
+"""Shared test helpers: run the installed ``kernelrules`` command; kernels discovered from a source."""
 
 from __future__ import annotations
 
@@ -30,6 +30,22 @@ def run_cli(tmp_path):
         )
 
     return run
+
+
+@pytest.fixture
+def discovered(tmp_path):
+    """``discovered(source, name="kernels.py")``: the kernels (helpers included) of ``source``, written
+    dedented to ``tmp_path / name``, by name."""
+    import textwrap
+
+    from kernelrules.discover.kernels import discover
+
+    def kernels(source: str, name: str = "kernels.py") -> dict:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(source))
+        return {kernel.name: kernel for kernel in discover([path]).kernels}
+
+    return kernels
 
 
 # Hypothesis: a reproducible profile for CI (derandomized, no deadline on a shared 2-core machine).
