@@ -56,11 +56,11 @@ class TritonPerfModel:
                                                          if kwargs.get(o) is not None}})
         from ..predict.perf_general import estimate_any  # numpy: imported at the first estimate, not with the decorator
 
-        problem = dict(self.problem(kwargs)) if callable(self.problem) else _problem_from_args(kwargs, signature)
+        problem = self._problem(kwargs, signature)
         if problem.get("grid") is None:
             problem_sizes(problem)  # before any probe compile; with a grid the general model takes any kernel
-        shape_class = tuple(sorted((k, _specialisation(v)) for k, v in signature.items()))
-        memo_key = (arch.label, shape_class, repr(sorted(problem.items())), config.key())
+        shape_class = _shape_class(signature)
+        memo_key = self._memo_key(arch, shape_class, problem, config)
         if memo_key not in self._memo:
             facts = self._compiled_facts(arch, kwargs, tuner_configs)
             if facts is not None:  # compiled by a compile-first early prune: exact facts, no probes
@@ -79,16 +79,27 @@ class TritonPerfModel:
         try:
             fn, _ = _unwrap(self.kernel)
             signature, constexprs = launch_signature(fn, kwargs)
-            problem = dict(self.problem(kwargs)) if callable(self.problem) else _problem_from_args(kwargs, signature)
+            problem = self._problem(kwargs, signature)
             if not matmul_judges(None, problem):
                 return False
-            arch = resolve_arch(self.arch)
-            for config in configs:
-                estimate_any(KernelConfig.from_triton(config).replace(constexprs), arch, problem, facts={},
-                             sku=self.sku)
-            return True
+            arch, shape_class = resolve_arch(self.arch), _shape_class(signature)
+            estimates = {}
+            for candidate in configs:
+                config = KernelConfig.from_triton(candidate).replace(constexprs)
+                estimates[self._memo_key(arch, shape_class, problem, config)] = estimate_any(
+                    config, arch, problem, facts={}, sku=self.sku)
         except Exception:  # noqa: BLE001 - cannot tell: compile first as before
             return False
+        self._memo.update(estimates)  # the estimates Triton's perf_model calls ask for next (the same facts: none)
+        return True
+
+    def _problem(self, kwargs: Mapping[str, Any], signature: Mapping[str, Any]) -> dict:
+        """The problem the estimates are for: the user's ``problem(args)``, else read from the arguments."""
+        return dict(self.problem(kwargs)) if callable(self.problem) else _problem_from_args(kwargs, signature)
+
+    @staticmethod
+    def _memo_key(arch: Any, shape_class: tuple, problem: Mapping[str, Any], config: KernelConfig) -> tuple:
+        return (arch.label, shape_class, repr(sorted(problem.items())), config.key())
 
     def _compiled_facts(self, arch: Any, kwargs: Mapping[str, Any], tuner_configs: list) -> dict | None:
         """The compiled facts the tuner's context holds for the config in ``kwargs``, if its list
@@ -134,6 +145,11 @@ class TritonPerfModel:
                     pruner = ConfigJudge(target, pool=pool, probe_results=self.context.probe_results)
                     self._models[key] = pruner.learn_model(candidates, arch)
         return self._models[key]
+
+
+def _shape_class(signature: Mapping[str, Any]) -> tuple:
+    """The launch's signature as Triton specialises it: one resource model and memo per class."""
+    return tuple(sorted((k, _specialisation(v)) for k, v in signature.items()))
 
 
 def triton_perf_model(kernel: Any, arch: str | None = None, *, sku: str | None = None, problem: Any = None,

@@ -43,7 +43,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from .compilejob import CompileJob, CompileResult, json_safe
-from .diskstore import DiskStore, triton_version
+from .diskstore import DiskStore, analyzer_roots, source_digest, triton_version
 
 #: Bumped whenever the entry layout or the key's contents change.
 FORMAT_VERSION = 1
@@ -95,19 +95,8 @@ def facts_version() -> str:
     Read once per process (about 0.3 MB of text)."""
     global _FACTS_VERSION
     if _FACTS_VERSION is None:
-        import importlib.util
-
-        spec = importlib.util.find_spec("kernelrules.analyzers")  # found without running the package
-        roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-        files = sorted(path for root in roots for path in root.glob("*.py")) + [Path(__file__).with_name("compilejob.py")]
-        digest = hashlib.sha256()
-        for path in files:
-            digest.update(path.name.encode() + b"\0")
-            try:
-                digest.update(path.read_bytes())
-            except OSError:
-                pass
-        _FACTS_VERSION = digest.hexdigest()[:16]
+        files = sorted(path for root in analyzer_roots() for path in root.glob("*.py"))
+        _FACTS_VERSION = source_digest(files + [Path(__file__).with_name("compilejob.py")])[:16]
     return _FACTS_VERSION
 
 

@@ -56,6 +56,28 @@ def triton_version(*, import_if_unlisted: bool = True) -> str:
     return triton.__version__
 
 
+def source_digest(paths: list[Path]) -> str:
+    """SHA-256 (hex) over the names and bytes of source files, in the order given: the version of the code
+    that made a cache entry (an edited or upgraded install must not replay an older one's entries). A file
+    that cannot be read counts by its name alone."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            pass
+    return digest.hexdigest()
+
+
+def analyzer_roots() -> list[Path]:
+    """The folders of the ``kernelrules.analyzers`` package, found without running it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("kernelrules.analyzers")
+    return [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+
+
 def content_digest(data: Any) -> str:
     """SHA-256 (hex) of ``data`` as canonical JSON: the checksum of a JSON entry's content."""
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import __version__
-from ..compile.diskstore import DiskStore, triton_version
+from ..compile.diskstore import DiskStore, analyzer_roots, source_digest, triton_version
 from .findings import Finding
 
 FORMAT = 1
@@ -33,11 +33,7 @@ _CODE: list[str] = []
 
 def code_files() -> list[Path]:
     """kernelrules' own Python files: the package (every stage) and its analyzers, wherever installed."""
-    import importlib.util
-
-    roots = [Path(__file__).resolve().parents[1]]
-    spec = importlib.util.find_spec("kernelrules.analyzers")  # found without running the package
-    roots += [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+    roots = [Path(__file__).resolve().parents[1], *analyzer_roots()]
     return sorted({path for root in roots for path in root.rglob("*.py")})
 
 
@@ -45,14 +41,7 @@ def code_fingerprint() -> str:
     """A hash of kernelrules' own source files, so an edited (editable) install never replays
     judgements an older version of the code made under the same version number."""
     if not _CODE:
-        digest = hashlib.sha256()
-        for path in code_files():
-            digest.update(path.name.encode())
-            try:
-                digest.update(path.read_bytes())
-            except OSError:
-                pass
-        _CODE.append(digest.hexdigest())
+        _CODE.append(source_digest(code_files()))
     return _CODE[0]
 
 

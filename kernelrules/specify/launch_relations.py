@@ -208,7 +208,7 @@ def derived_values(kernel: Any, module: Any, known: Mapping[str, Any],
         # the launch's arguments passed by name, with their known values, seed the walk (guesses give way);
         # a guess never stands for a module constant the launcher passes (``HEAD_DIM=INDEX_HEAD_DIM``)
         passed = {param: expr.id for param, expr in arguments.items() if param in known and isinstance(expr, ast.Name)}
-        constant = set(module.constants) - _bound_names(function)
+        constant = set(module.constants) - _bound_in(module, function)
         passed = {param: local for param, local in passed.items() if param not in wanted or local not in constant}
         walk = _Walk({local: known[param] for param, local in passed.items()},
                      {local for param, local in passed.items() if param in wanted}, module.constants)
@@ -239,21 +239,35 @@ def _bound_names(function: ast.FunctionDef | None) -> set[str]:
     return names
 
 
-#: The last modules' launch index: id(module) -> (module, launched name -> [(call, function)]).
-_INDEX: dict[int, tuple[Any, dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]]]] = {}
+#: The last modules' launch index: id(module) -> (module, launched name -> [(call, function)],
+#: id(function) -> the names it binds), the last two filled as the module's launches are read.
+_INDEX: dict[int, tuple[Any, dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]], dict[int, set[str]]]] = {}
 #: A line that may hold a launch: ``kernel[grid](``.
 _LAUNCH_TEXT = re.compile(r"\]\s*\(")
+
+
+def _indexed(module: Any) -> tuple[Any, dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]], dict[int, set[str]]]:
+    """The module's entry in :data:`_INDEX`, made on first use."""
+    cached = _INDEX.get(id(module))
+    if cached is None or cached[0] is not module:
+        if len(_INDEX) >= 64:
+            _INDEX.clear()
+        cached = _INDEX[id(module)] = (module, _index(module), {})
+    return cached
 
 
 def _launches(module: Any, name: str) -> list[tuple[ast.Call, ast.FunctionDef | None]]:
     """Each launch of kernel ``name`` in the module, in source order, with the function it sits in:
     ``name[grid](...)``, or through a local alias (``k = name.fn if varlen else name; k[grid](...)``)."""
-    cached = _INDEX.get(id(module))
-    if cached is None or cached[0] is not module:
-        if len(_INDEX) >= 64:
-            _INDEX.clear()
-        cached = _INDEX[id(module)] = (module, _index(module))
-    return cached[1].get(name, [])
+    return _indexed(module)[1].get(name, [])
+
+
+def _bound_in(module: Any, function: ast.FunctionDef | None) -> set[str]:
+    """:func:`_bound_names` of a launching function, read once per module (every kernel it launches asks)."""
+    bound = _indexed(module)[2]
+    if id(function) not in bound:
+        bound[id(function)] = _bound_names(function)
+    return bound[id(function)]
 
 
 def _index(module: Any) -> dict[str, list[tuple[ast.Call, ast.FunctionDef | None]]]:

@@ -212,6 +212,26 @@ def test_a_list_ranked_first_compiles_only_the_configs_left_to_time(tmp_path, mo
     context.close()
 
 
+def test_configs_ranked_from_their_values_are_estimated_once(monkeypatch):
+    # ranks_from_values estimates every config to decide; Triton's perf_model calls that follow, one per
+    # config with the launch's arguments, are answered from those estimates (no second estimate, no probe)
+    import kernelrules.predict.perf_general as perf_general
+
+    calls, estimate = [], perf_general.estimate_any
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("facts"))
+        return estimate(*args, **kwargs)
+
+    monkeypatch.setattr(perf_general, "estimate_any", counting)
+    model = triton_perf_model(matmul_kernel, arch="hopper")
+    assert model.ranks_from_values(named_args(), configs())
+    assert len(calls) == len(configs())
+    estimates = [model(**named_args(), **c.all_kwargs()) for c in configs()]
+    assert len(calls) == len(configs()) and calls == [{}] * len(configs())
+    assert len(set(estimates)) > 1 and all(e > 0 for e in estimates)
+
+
 def test_a_deferred_repair_is_compiled_while_the_others_are_timed_and_checked(tmp_path, monkeypatch):
     # no top_k: every kept config is timed, the repair too. The early prune compiles the five configs;
     # the repair is handed back last and compiled in the background into Triton's cache
