@@ -114,6 +114,76 @@ def test_timing_repeats_a_noisy_measurement_and_keeps_the_least_noisy():
     assert m.method == "wallclock" and m.runs == 3 and len(calls) >= 4
 
 
+class FakeGPU:
+    """A stand-in for ``torch`` that plays a GPU stream: each enqueued item advances a clock by its
+    duration (flush 60 us, hold as asked, the kernel 5 us), events read that clock, and the log keeps the order."""
+
+    def __init__(self, clock_khz=2_000_000):
+        self.log, self.now = [], 0.0  # ms
+        gpu = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.at = None
+
+            def record(self):
+                self.at = gpu.now
+                gpu.log.append("start" if not gpu.log or gpu.log[-1] != "kernel" else "end")
+
+            def elapsed_time(self, other):
+                return other.at - self.at
+
+        class Props:
+            clock_rate = clock_khz
+
+        class Buffer:
+            def zero_(self):
+                gpu.log.append("flush")
+                gpu.now += 0.060
+
+        class Cuda:
+            def synchronize(self):
+                pass
+
+            def current_device(self):
+                return 0
+
+            def get_device_properties(self, index):
+                return Props()
+
+            def _sleep(self, cycles):
+                gpu.log.append(("hold", cycles))
+                gpu.now += cycles / (clock_khz * 1e3) * 1e3
+
+        self.cuda, self.Event, self.int8 = Cuda(), Event, "int8"
+        self.cuda.Event = Event
+        self.buffer = Buffer
+
+    def empty(self, size, dtype=None, device=None):
+        return self.buffer()
+
+    def kernel(self):
+        self.log.append("kernel")
+        self.now += 0.005
+
+
+def test_held_timing_waits_on_the_gpu_between_the_flush_and_the_start_event(monkeypatch):
+    # every timed run: flush, a GPU-side hold of HOLD_US at the GPU's clock, then start, the kernel, end;
+    # the run's time is the kernel's alone, and the runs fill about rep_ms with their flush and hold
+    import triton.runtime
+
+    monkeypatch.setattr(triton.runtime, "driver", None)  # no driver: the flush buffer by hand
+    gpu = FakeGPU()
+    times = timing.held_runs(gpu.kernel, warmup_ms=1.0, rep_ms=10.0, torch=gpu)
+    hold = ("hold", int(timing.HOLD_US * 1e-6 * 2e9))
+    timed = gpu.log[gpu.log.index(hold) - 1:]
+    assert timed == ["flush", hold, "start", "kernel", "end"] * len(times)
+    assert times == [pytest.approx(0.005)] * len(times)
+    assert len(times) == int(10.0 / (0.065 + timing.HOLD_US * 1e-3))  # one flush and run estimated at 65 us
+    m = timing.measure(gpu.kernel, bench=lambda fn: timing.held_runs(fn, torch=gpu))
+    assert m.method == "held" and m.ms == pytest.approx(0.005) and not m.noisy
+
+
 def test_interleaved_rounds_rotate_the_order():
     seen = []
     result = timing.interleaved(["a", "b", "c"], lambda c: seen.append(c) or 1.0, rounds=3)
