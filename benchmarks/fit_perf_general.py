@@ -34,6 +34,9 @@ sys.path.insert(0, str(REPO))
 
 from kernelrules.predict.perf_general import FITTED, Constants, features, seconds  # noqa: E402
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+import suite_truth  # noqa: E402  (the sweep's records, held times where re-timed)
+
 RESULTS = REPO / "benchmarks" / "results" / "suite"
 SUITE = REPO / "benchmarks" / "suite"
 OUT = REPO / "benchmarks" / "results" / "perf_general_fit.json"
@@ -55,13 +58,13 @@ def load_problem(name: str, arch) -> dict | None:
     space = yaml.safe_load((SUITE / family / f"{shape}.tune.yaml").read_text())
     problem = space["problem"]
     fixed = space.get("fixed") or {}
-    lines = [json.loads(x) for x in (RESULTS / f"{name}.jsonl").read_text().splitlines() if x.strip()]
+    lines = suite_truth.config_records(name, RESULTS)
     judge_path = RESULTS / f"{name}.judge.json"
     judge = json.loads(judge_path.read_text()) if judge_path.exists() else {"records": []}
     verdicts = {key(r["config"]): r for r in judge["records"]}
     rows, seen = [], set()
     for r in lines:
-        if r.get("kind") != "config" or r["launch"].get("status") != "ok" or r.get("correct") is not True \
+        if r["launch"].get("status") != "ok" or r.get("correct") is not True \
                 or "timing" not in r or key(r["config"]) in seen:
             continue
         seen.add(key(r["config"]))
@@ -135,9 +138,11 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(REPO)}")
     parser.add_argument("--problems", default="", help="comma-separated problem names (default: all)")
     parser.add_argument("--arch", default="h200")
+    parser.add_argument("--sweep-truth", action="store_true", help="score on the sweep's do_bench times alone")
     parser.add_argument("--registers", action="store_true",
                         help="print the least-squares register fallback (perf_general.REGISTER_*) and stop")
     args = parser.parse_args()
+    suite_truth.SWEEP_ONLY = args.sweep_truth
     arch = load_arch(args.arch)
     names = [n for n in args.problems.split(",") if n] or sorted(
         p.name[:-6] for p in RESULTS.glob("*__*.jsonl"))

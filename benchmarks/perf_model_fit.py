@@ -56,12 +56,11 @@ def uses_matmul(p: dict) -> bool:
 
 
 def noise(name: str) -> dict[str, tuple[float, float]]:
-    """Each timed config's (p20, p80) in ms, by config key."""
+    """Each timed config's (p20, p80) in ms, by config key (the truth's timer: held where re-timed)."""
     out = {}
-    for line in (general.RESULTS / f"{name}.jsonl").read_text().splitlines():
-        r = json.loads(line) if line.strip() else {}
+    for r in general.suite_truth.config_records(name, general.RESULTS):
         t = r.get("timing")
-        if r.get("kind") == "config" and t and "ms_p20" in t:
+        if t and "ms_p20" in t:
             out.setdefault(general.key(r["config"]), (float(t["ms_p20"]), float(t["ms_p80"])))
     return out
 
@@ -118,7 +117,10 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help=f"write {OUT.relative_to(HERE.parent)}")
     parser.add_argument("--folds-from", default="", help="read the fold constants from this JSON instead of fitting")
     parser.add_argument("--arch", default="h200")
+    parser.add_argument("--sweep-truth", action="store_true", help="score on the sweep's do_bench times alone")
+    parser.add_argument("--out", default=str(OUT), help="where --write writes")
     args = parser.parse_args()
+    general.suite_truth.SWEEP_ONLY = args.sweep_truth
     arch = load_arch(args.arch)
     names = sorted(p.name[:-6] for p in general.RESULTS.glob("*__*.jsonl"))
     t0 = time.time()
@@ -147,12 +149,12 @@ def main() -> int:
               f"top 5 within noise in {s['top5_within_noise']}/{s['problems']}, median Spearman "
               f"{s['median_spearman']:.3f}")
     if args.write:
-        OUT.write_text(json.dumps({"sku": args.arch, "arch": f"sm_{arch.sm}", "fold_rounds": FOLD_ROUNDS,
+        Path(args.out).write_text(json.dumps({"sku": args.arch, "truth": "sweep" if args.sweep_truth else "held where re-timed", "arch": f"sm_{arch.sm}", "fold_rounds": FOLD_ROUNDS,
                                    "folds": {f: asdict(k) for f, k in folds.items()},
                                    "matmul": sorted(p["name"] for p in problems if p["matmul"]),
                                    "held_out": held, "all": whole,
                                    "summary": {"held_out": s_held, "all": s_all}}, indent=1) + "\n")
-        print(f"wrote {OUT.relative_to(HERE.parent)}")
+        print(f"wrote {args.out}")
     return 0
 
 

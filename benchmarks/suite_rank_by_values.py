@@ -13,13 +13,13 @@ CPU only, no compile.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import suite_truth  # noqa: E402  (the sweep's records, held times where re-timed)
 from suite_sweep import RESULTS, problem_name, problems  # noqa: E402
 
 NEAR = 1.02
@@ -28,10 +28,9 @@ NEAR = 1.02
 def timed_configs(name: str) -> list[tuple[dict, float, dict]]:
     """(config, measured ms, compiled facts) of every config the sweep timed for one problem."""
     rows = []
-    for line in (RESULTS / f"{name}.jsonl").read_text().splitlines():
-        record = json.loads(line)
+    for record in suite_truth.config_records(name, RESULTS):
         timing = record.get("timing") or {}
-        if record.get("kind") == "config" and timing.get("ms") and record.get("correct", True):
+        if timing.get("ms") and record.get("correct", True):
             rows.append((record["config"], timing["ms"], (record.get("compile") or {}).get("facts") or {}))
     return rows
 

@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+import suite_truth  # noqa: E402  (the sweep's records, held times where re-timed)
+
 RESULTS = REPO / "benchmarks" / "results" / "suite"
 #: The folder of live `tune` runs this page reads (one series, one kernelrules commit: its README says how it ran).
 LIVE_SERIES = "live-1765cdb"
@@ -46,7 +49,8 @@ def load(results: Path = RESULTS) -> dict:
         lines = read_jsonl(path)
         judge_path = results / f"{name}.judge.json"
         problems[name] = {
-            "configs": [r for r in lines if r.get("kind") == "config"],
+            "configs": suite_truth.config_records(name, results),
+            "timer": suite_truth.timer_of(name, results),
             "problem": next((r for r in reversed(lines) if r.get("kind") == "problem"), {}),
             "judge": json.loads(judge_path.read_text()) if judge_path.exists() else None,
         }
