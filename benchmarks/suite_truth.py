@@ -66,3 +66,42 @@ def config_records(name: str, results: Path = RESULTS) -> list[dict]:
 def timer_of(name: str, results: Path = RESULTS) -> str:
     """``held`` for a re-timed problem, else ``do_bench``."""
     return "do_bench" if held_timings(name, results) is None else "held"
+
+
+def _spearman(a: list[float], b: list[float]) -> float:
+    def ranks(values: list[float]) -> list[int]:
+        order = sorted(range(len(values)), key=values.__getitem__)
+        out = [0] * len(values)
+        for rank, i in enumerate(order):
+            out[i] = rank
+        return out
+
+    ra, rb, n = ranks(a), ranks(b), len(a)
+    return 1 - 6 * sum((x - y) ** 2 for x, y in zip(ra, rb)) / (n * (n * n - 1)) if n > 2 else float("nan")
+
+
+def compare(results: Path = RESULTS) -> list[dict]:
+    """Per re-timed problem: how the held truth differs from the sweep's (printed by ``python suite_truth.py``)."""
+    rows = []
+    for path in sorted((results / "held").glob("*__*.jsonl")):
+        timed = [r for r in config_records(path.stem, results) if r.get("timing")]
+        held = [r["timing"]["ms"] for r in timed]
+        sweep = [r["timing"]["sweep_ms"] for r in timed]
+        best_held, best_sweep = min(range(len(held)), key=held.__getitem__), min(range(len(sweep)), key=sweep.__getitem__)
+        rows.append({"problem": path.stem, "configs": len(timed), "spearman": _spearman(sweep, held),
+                     "best_us": {"held": held[best_held] * 1e3, "sweep": sweep[best_sweep] * 1e3},
+                     "same_best": best_held == best_sweep,
+                     "sweep_best_held_over_best": held[best_sweep] / held[best_held],
+                     "within_2pct": {"held": sum(t <= held[best_held] * 1.02 for t in held),
+                                     "sweep": sum(t <= sweep[best_sweep] * 1.02 for t in sweep)}})
+    return rows
+
+
+if __name__ == "__main__":
+    print("| problem | configs | Spearman, sweep vs held | best (us), sweep / held | same best | sweep's best, held | "
+          "within 2%, sweep / held |")
+    print("|---|---|---|---|---|---|---|")
+    for row in compare():
+        print(f"| {row['problem']} | {row['configs']} | {row['spearman']:.3f} | {row['best_us']['sweep']:.2f} / "
+              f"{row['best_us']['held']:.2f} | {'yes' if row['same_best'] else 'no'} | "
+              f"{row['sweep_best_held_over_best']:.3f} | {row['within_2pct']['sweep']} / {row['within_2pct']['held']} |")
