@@ -124,6 +124,10 @@ def metrics(name: str, data: dict, copy_tb_s: float | None, replay: dict | None 
     m: dict = {"problem": name, "family": name.split("__")[0], "shape": name.split("__")[1],
                "configs": len(configs), "timed": len(timed), "best_ms": best,
                "best_config": min(timed, key=lambda r: r["timing"]["ms"])["config"] if timed else None}
+    # the sweep's own (do_bench) best, which the live runs, timed the same way, were set against
+    sweep_ms = lambda r: r["timing"].get("sweep_ms", r["timing"]["ms"])  # noqa: E731
+    m["sweep_best_ms"] = min(map(sweep_ms, timed)) if timed else None
+    m["sweep_best_config"] = min(timed, key=sweep_ms)["config"] if timed else None
 
     def config_reject(r: dict) -> bool:
         v = verdicts.get(key(r["config"]))
@@ -509,18 +513,18 @@ def live_rows(ms: list[dict], live: dict) -> list[dict]:
     rows = []
     for name, run in sorted(live.items()):
         m = by_name.get(name)
-        if not m or not m["best_ms"]:
+        if not m or not m["sweep_best_ms"]:
             continue
-        seconds, timed = time_to_within(run["records"], m["best_ms"])
+        seconds, timed = time_to_within(run["records"], m["sweep_best_ms"])
         funnel = run["summary"].get("funnel", {})
         first = min((r["elapsed_s"] for r in run["records"] if r.get("status") in ("better", "slower")
                      and r.get("elapsed_s") is not None), default=None)
-        sweep_best = key(m["best_config"]) if m.get("best_config") else None
+        sweep_best = key(m["sweep_best_config"]) if m.get("sweep_best_config") else None
         fastest = min(sweep_best_timings(run, sweep_best), default=None)
-        ratio = fastest / m["best_ms"] if fastest else None
+        ratio = fastest / m["sweep_best_ms"] if fastest else None
         # The same band around the sweep's best config as this run timed it, where that was slower than in the
         # sweep: the sweep ran on another machine and day, so its absolute time may be out of reach here.
-        in_run_s, _ = time_to_within(run["records"], m["best_ms"] * max(1.0, ratio or 1.0))
+        in_run_s, _ = time_to_within(run["records"], m["sweep_best_ms"] * max(1.0, ratio or 1.0))
         rows.append({"problem": name, "seconds": seconds, "timed": timed, "budget_s": run.get("wall_s"),
                      "sweep_best_again": ratio, "seconds_in_run": in_run_s,
                      "first_timed_s": first, "commit": run.get("kernelrules_commit"), "date": run.get("date"),
