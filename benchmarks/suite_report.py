@@ -55,7 +55,9 @@ def load(results: Path = RESULTS) -> dict:
             "judge": json.loads(judge_path.read_text()) if judge_path.exists() else None,
         }
     runs = read_jsonl(results / "runs.jsonl") if (results / "runs.jsonl").exists() else []
-    retimed = {path.stem: read_jsonl(path)[0] for path in sorted((results / "held").glob("*__*.jsonl"))}
+    retimed: dict[str, list[dict]] = {}  # problem -> the first line of each held run
+    for path in sorted((results / "held").glob("*/*__*.jsonl")):
+        retimed.setdefault(path.stem, []).append(read_jsonl(path)[0])
     replay_path = results / "replay.json"
     replay = json.loads(replay_path.read_text()) if replay_path.exists() else {}
     live = {path.stem[len("live-"):]: json.loads(path.read_text()) for path in sorted((results / LIVE_SERIES).glob("live-*.json"))}
@@ -271,14 +273,15 @@ def render(loaded: dict, ms: list[dict]) -> str:
           f"{statistics.median(copies):.2f} TB/s (read plus write) in the same runs: the practical bandwidth limit.")
     retimed = loaded.get("retimed") or {}
     if retimed:
-        lines = list(retimed.values())
+        lines = [line for runs in retimed.values() for line in runs]
         dates = sorted(line["date"][:10] for line in lines)
-        w(f"- **Re-timed**: the {len(retimed)} problems whose sweep best is under 50 us, timed again on "
-          f"{lines[0]['gpu']} between {dates[0]} and {dates[-1]} (kernelrules "
+        counts = sorted({len(runs) for runs in retimed.values()})
+        w(f"- **Re-timed**: the {len(retimed)} problems whose sweep best is under 50 us, timed again "
+          f"{' or '.join(map(str, counts))} times on {lines[0]['gpu']} between {dates[0]} and {dates[-1]} (kernelrules "
           f"{', '.join(sorted({line['kernelrules_commit'] for line in lines}))}, `benchmarks/suite_retime.py`) with a "
           f"GPU-side hold of {lines[0]['hold_us']:.0f} us after each L2 flush, the configs within "
           f"{(lines[0]['second_pass_within'] - 1) * 100:.0f}% of the best twice: on this page their times are these "
-          "(the mean of the passes' medians). do_bench's start event can wait on the CPU's launch, which a "
+          "(the mean over the runs of the passes' medians). do_bench's start event can wait on the CPU's launch, which a "
           "microsecond kernel's time then holds (docs/tune.md, *Honest timing*).")
     w(f"- **kernelrules' verdicts**: the config stage (rules plus the resource model learned from each kernel's IR, "
       f"no GPU: `benchmarks/suite_judge.py`, kernelrules {', '.join(judges) or '–'}) and the compiled stage (the "

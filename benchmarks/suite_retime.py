@@ -15,11 +15,12 @@ times the configs within 10 % of the first pass's best a second time. The compil
 sweep's own jobs, by kernelrules' pool into one Triton cache) run ahead in a thread while the
 GPU times the problem before.
 
-One JSON line per config in ``.suite-work/held/<problem>.jsonl`` (``config``, ``passes``:
-each pass's median and 20th/80th percentiles in ms, ``ms``: the mean of the pass medians),
-after a ``problem`` line (date, GPU, Triton, torch, the hold, the runs' budget). A problem is
-written whole when it is done; a run stopped by ``--until`` resumes at the first problem not
-written here or in ``benchmarks/results/suite/held/``. ``--interpret`` checks the script on
+One JSON line per config in ``WORK/<problem>.jsonl`` (``--work``, default ``.suite-work/held``;
+``config``, ``passes``: each pass's median and 20th/80th percentiles in ms, ``ms``: the mean of the
+pass medians), after a ``problem`` line (date, GPU, Triton, torch, the hold, the runs' budget). A
+problem is written whole when it is done; a run stopped by ``--until`` resumes at the first problem
+not written in ``WORK``. Each run's folder is committed as ``benchmarks/results/suite/held/<run>/``
+(``suite_truth.py`` averages the runs). ``--interpret`` checks the script on
 a CPU (timings meaningless).
 """
 
@@ -40,7 +41,6 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import suite_sweep  # noqa: E402  (the suite's problems, runner and records)
 
-HELD = suite_sweep.RESULTS / "held"
 SECOND_PASS = 1.10  # configs within 10 % of the first pass's best are timed twice
 WARMUP_MS, REP_MS = 10.0, 40.0  # the sweep's do_bench budget
 
@@ -66,7 +66,7 @@ def chosen_problems(names: list[str], max_best_us: float) -> list[str]:
 
 
 def written(name: str, work: Path) -> bool:
-    return any((folder / f"{name}.jsonl").exists() for folder in (HELD, work))
+    return (work / f"{name}.jsonl").exists()
 
 
 def quantiles(times: list[float]) -> dict:

@@ -5,7 +5,7 @@
 #   KR_COMMIT=<commit> bash benchmarks/suite_retime_device.sh SECONDS [PROBLEMS]      (on the GPU machine, repo root)
 #
 # The wheels of .suite-new/.whl (lark, jsonschema and its needs) travel with the call (carry). Afterwards,
-# here: tar xzf DIR/held.tgz -C benchmarks/results/suite/held (the problems already there are skipped next time).
+# here: tar xzf DIR/held.tgz -C benchmarks/results/suite/held/runN (a new folder per run).
 set -u
 until=$(( $(date +%s) + ${1:-540} ))
 site=$PWD/.suite-work/site

@@ -2,11 +2,12 @@
 
 ``benchmarks/results/suite/<problem>.jsonl`` (``suite_sweep.py``) holds every config's compile,
 launch, correctness and ``do_bench`` time. For the microsecond problems, whose do_bench times
-hold part of the CPU's launch cost (``benchmarks/h200_timer_check.py``), ``held/<problem>.jsonl``
-(``suite_retime.py``) holds the same configs timed again with a GPU-side hold. Every script that
-scores against the truth reads :func:`config_records`: a re-timed problem's records carry the held
-time as their ``timing`` (``ms`` the mean of the passes' medians, ``ms_p20``/``ms_p80`` the widest
-of the passes', ``sweep_ms`` the do_bench median it replaces); a config the re-timing did not time
+hold part of the CPU's launch cost (``benchmarks/h200_timer_check.py``), ``held/<run>/<problem>.jsonl``
+(``suite_retime.py``, one folder per run) holds the same configs timed again with a GPU-side hold.
+Every script that scores against the truth reads :func:`config_records`: a re-timed problem's records
+carry the held time as their ``timing`` (``ms`` the mean over the runs of each run's mean of its
+passes' medians, ``ms_p20``/``ms_p80`` the widest of all passes', ``sweep_ms`` the do_bench median it
+replaces); a config the re-timing did not time
 loses its ``timing`` (``untimed: "not re-timed"``), so it is never compared on the other timer.
 ``SWEEP_ONLY`` (set by the scripts' ``--sweep-truth``) reads the sweep's times alone.
 """
@@ -29,18 +30,30 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def held_runs(name: str, results: Path = RESULTS) -> list[list[dict]]:
+    """The records of each held re-timing of a problem (``held/<run>/<problem>.jsonl``), in run order."""
+    if SWEEP_ONLY:
+        return []
+    return [read_jsonl(path) for path in sorted((results / "held").glob(f"*/{name}.jsonl"))]
+
+
 def held_timings(name: str, results: Path = RESULTS) -> dict[str, dict] | None:
-    """Config key -> the held timing of a re-timed problem; None when it was not re-timed."""
-    path = results / "held" / f"{name}.jsonl"
-    if SWEEP_ONLY or not path.exists():
+    """Config key -> the held timing of a re-timed problem, over every run that timed the config (``ms`` the
+    mean of the runs' values); None when it was not re-timed."""
+    runs = held_runs(name, results)
+    if not runs:
         return None
+    found: dict[str, list[dict]] = {}
+    for records in runs:
+        for record in records:
+            if record.get("kind") == "config" and record.get("passes"):
+                found.setdefault(key(record["config"]), []).append(record)
     out = {}
-    for record in read_jsonl(path):
-        if record.get("kind") == "config" and record.get("passes"):
-            passes = record["passes"]
-            out[key(record["config"])] = {"ms": float(record["ms"]), "ms_p20": min(p["ms_p20"] for p in passes),
-                                          "ms_p80": max(p["ms_p80"] for p in passes), "passes": len(passes),
-                                          "timer": "held"}
+    for config, records in found.items():
+        passes = [p for r in records for p in r["passes"]]
+        out[config] = {"ms": sum(float(r["ms"]) for r in records) / len(records),
+                       "ms_p20": min(p["ms_p20"] for p in passes), "ms_p80": max(p["ms_p80"] for p in passes),
+                       "runs": len(records), "passes": len(passes), "timer": "held"}
     return out
 
 
@@ -83,12 +96,13 @@ def _spearman(a: list[float], b: list[float]) -> float:
 def compare(results: Path = RESULTS) -> list[dict]:
     """Per re-timed problem: how the held truth differs from the sweep's (printed by ``python suite_truth.py``)."""
     rows = []
-    for path in sorted((results / "held").glob("*__*.jsonl")):
+    for path in sorted({p.name: p for p in (results / "held").glob("*/*__*.jsonl")}.values(), key=lambda p: p.name):
         timed = [r for r in config_records(path.stem, results) if r.get("timing")]
         held = [r["timing"]["ms"] for r in timed]
         sweep = [r["timing"]["sweep_ms"] for r in timed]
         best_held, best_sweep = min(range(len(held)), key=held.__getitem__), min(range(len(sweep)), key=sweep.__getitem__)
         rows.append({"problem": path.stem, "configs": len(timed), "spearman": _spearman(sweep, held),
+                     "runs": len(held_runs(path.stem, results)), "between_runs": _between_runs(path.stem, results),
                      "best_us": {"held": held[best_held] * 1e3, "sweep": sweep[best_sweep] * 1e3},
                      "same_best": best_held == best_sweep,
                      "sweep_best_held_over_best": held[best_sweep] / held[best_held],
@@ -97,11 +111,22 @@ def compare(results: Path = RESULTS) -> list[dict]:
     return rows
 
 
+def _between_runs(name: str, results: Path) -> float | None:
+    """Rank correlation of the first two held runs' times (the configs both timed)."""
+    runs = [{key(r["config"]): r["ms"] for r in records if r.get("kind") == "config" and r.get("ms")}
+            for records in held_runs(name, results)]
+    if len(runs) < 2:
+        return None
+    common = [k for k in runs[0] if k in runs[1]]
+    return _spearman([runs[0][k] for k in common], [runs[1][k] for k in common])
+
+
 if __name__ == "__main__":
-    print("| problem | configs | Spearman, sweep vs held | best (us), sweep / held | same best | sweep's best, held | "
-          "within 2%, sweep / held |")
-    print("|---|---|---|---|---|---|---|")
+    print("| problem | configs | Spearman, held run 1 vs run 2 | Spearman, sweep vs held | best (us), sweep / held | "
+          "same best | sweep's best, held | within 2%, sweep / held |")
+    print("|---|---|---|---|---|---|---|---|")
     for row in compare():
-        print(f"| {row['problem']} | {row['configs']} | {row['spearman']:.3f} | {row['best_us']['sweep']:.2f} / "
+        between = "–" if row["between_runs"] is None else f"{row['between_runs']:.3f}"
+        print(f"| {row['problem']} | {row['configs']} | {between} | {row['spearman']:.3f} | {row['best_us']['sweep']:.2f} / "
               f"{row['best_us']['held']:.2f} | {'yes' if row['same_best'] else 'no'} | "
               f"{row['sweep_best_held_over_best']:.3f} | {row['within_2pct']['sweep']} / {row['within_2pct']['held']} |")

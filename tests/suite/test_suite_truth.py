@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def test_held_times_replace_the_sweeps_and_a_config_not_retimed_is_not_compared(
     write(tmp_path / "fam__small.jsonl", [{"kind": "problem"}, sweep_line(16, 0.010), sweep_line(32, 0.004),
                                           sweep_line(64, 0.005), {"kind": "config", "config": config(128),
                                                                   "launch": {"status": "out_of_resources"}}])
-    write(tmp_path / "held" / "fam__small.jsonl", [
+    write(tmp_path / "held" / "run1" / "fam__small.jsonl", [
         {"kind": "problem", "date": "2026-12-03T00:00:00Z"},
         {"kind": "config", "config": config(16), "passes": [{"ms": 0.006, "ms_p20": 0.0058, "ms_p80": 0.0062}],
          "ms": 0.006},
@@ -40,8 +41,8 @@ def test_held_times_replace_the_sweeps_and_a_config_not_retimed_is_not_compared(
     write(tmp_path / "fam__large.jsonl", [sweep_line(16, 1.0)])
     records = suite_truth.config_records("fam__small", tmp_path)
     assert [r["config"]["BLOCK"] for r in records] == [16, 32, 64, 128]
-    assert records[0]["timing"] == {"ms": 0.006, "ms_p20": 0.0058, "ms_p80": 0.0062, "passes": 1, "timer": "held",
-                                    "sweep_ms": 0.010}
+    assert records[0]["timing"] == {"ms": 0.006, "ms_p20": 0.0058, "ms_p80": 0.0062, "runs": 1, "passes": 1,
+                                    "timer": "held", "sweep_ms": 0.010}
     assert records[1]["timing"]["ms"] == 0.006 and records[1]["timing"]["ms_p20"] == 0.0049
     assert records[1]["timing"]["ms_p80"] == 0.0072 and records[1]["timing"]["passes"] == 2
     assert "timing" not in records[2] and records[2]["untimed"] == "not re-timed"
@@ -54,3 +55,15 @@ def test_held_times_replace_the_sweeps_and_a_config_not_retimed_is_not_compared(
     monkeypatch.setattr(suite_truth, "SWEEP_ONLY", False)
     (row,) = suite_truth.compare(tmp_path)
     assert row["configs"] == 2 and not row["same_best"] and row["sweep_best_held_over_best"] == 1.0
+    assert row["runs"] == 1 and row["between_runs"] is None
+    # a second run: each config's time is the mean of the runs', its spread the widest of every pass
+    write(tmp_path / "held" / "run2" / "fam__small.jsonl", [
+        {"kind": "config", "config": config(16), "passes": [{"ms": 0.008, "ms_p20": 0.0079, "ms_p80": 0.0090}],
+         "ms": 0.008},
+        {"kind": "config", "config": config(32), "passes": [{"ms": 0.004, "ms_p20": 0.0039, "ms_p80": 0.0041}],
+         "ms": 0.004}])
+    first, second = suite_truth.config_records("fam__small", tmp_path)[:2]
+    assert first["timing"]["ms"] == 0.007 and first["timing"]["ms_p80"] == 0.0090 and first["timing"]["runs"] == 2
+    assert second["timing"]["ms"] == 0.005 and second["timing"]["ms_p20"] == 0.0039 and second["timing"]["passes"] == 3
+    (row,) = suite_truth.compare(tmp_path)
+    assert row["runs"] == 2 and math.isnan(row["between_runs"]) and row["same_best"]  # 2 configs: no correlation
