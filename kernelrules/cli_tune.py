@@ -61,6 +61,7 @@ def tune_command(
     bench_timeout: float = typer.Option(60.0, "--bench-timeout", help="Time limit per check or timing of one config, seconds."),
     top_k: int = typer.Option(5, "--top-k", help="Configs re-measured at the end."),
     rounds: int = typer.Option(5, "--rounds", help="Interleaved rounds of the final re-measurement."),
+    timer: str = typer.Option("held", "--timer", help="held (a GPU-side hold before each timed run; docs/tune.md) or do_bench (Triton's own loop)."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Compile cache directory."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary (text output)."),
     export: Optional[Path] = typer.Option(None, "--export", help="Write the winner into this pinned table (JSON; updated in place, docs/pinned.md)."),
@@ -69,11 +70,14 @@ def tune_command(
     """Search a space on the GPU(s): gate candidates with the rules, check them, time them, name the winner."""
     from .tune.driver import TuneOptions, Tuner
     from .tune.output import Progress, json_line, summary_lines, trial_line
+    from .tune.timing import TIMERS
 
     if sampler not in ("auto", "tpe", "gp", "qmc", "random", "grid"):
         raise KernelrulesError(f"unknown sampler {sampler!r}", hint="auto, tpe, gp, qmc, random or grid")
     if stage not in ("config", "compiled", "none"):
         raise KernelrulesError(f"unknown stage {stage!r}", hint="config, compiled or none")
+    if timer not in TIMERS:
+        raise KernelrulesError(f"unknown timer {timer!r}", hint="held or do_bench")
     if trials is not None and trials < 1:
         raise KernelrulesError("--trials must be at least 1")
     gpu_list = [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None
@@ -96,7 +100,7 @@ def tune_command(
     options = TuneOptions(arch=arch, trials=trials, time_budget=_seconds(time_budget), storage=storage,
                           study_dir=str(study_dir) if study_dir else None, study_name=study_name, gpus=gpu_list,
                           interpret=interpret, seed=seed, jobs=jobs, compile_timeout=timeout,
-                          bench_timeout=bench_timeout, sampler=sampler, stage=stage, top_k=top_k, rounds=rounds,
+                          bench_timeout=bench_timeout, sampler=sampler, stage=stage, top_k=top_k, rounds=rounds, timer=timer,
                           cache_dir=str(cache_dir) if cache_dir else None, on_record=on_record)
     tuner = Tuner(space, options)
     plan = None

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 MAX_SPREAD = 0.05
+#: The timers ``measure`` knows (``kernelrules tune --timer``).
+TIMERS = ("held", "do_bench")
 #: How long the GPU waits after each flush before the start event (longer than a launch's CPU cost).
 HOLD_US = 150.0
 #: The flush buffer when Triton's driver does not offer its own (do_bench's size).
@@ -90,14 +92,22 @@ def wallclock(fn: Callable[[], Any], runs: int = 3) -> list[float]:
 
 def measure(fn: Callable[[], Any], *, interpret: bool = False, warmup_ms: float = 25.0, rep_ms: float = 100.0,
             max_spread: float = MAX_SPREAD, attempts: int = 3, runs: int = 3,
-            bench: Callable[..., list[float]] | None = None) -> Measurement:
-    """Time ``fn``; repeat while the spread is over ``max_spread``; keep the least noisy attempt."""
+            bench: Callable[..., list[float]] | None = None, timer: str = "held") -> Measurement:
+    """Time ``fn``; repeat while the spread is over ``max_spread``; keep the least noisy attempt.
+    ``timer``: ``held`` (:func:`held_runs`) or ``do_bench`` (Triton's loop as it is)."""
     if interpret:
         return _attempts(lambda: wallclock(fn, runs), "wallclock", max_spread, attempts)
-    if bench is None:
+    if timer not in TIMERS:
+        raise ValueError(f"unknown timer {timer!r}: {' or '.join(TIMERS)}")
+    if bench is None and timer == "do_bench":
+        from triton.testing import do_bench
+
+        def bench(f: Callable[[], Any]) -> list[float]:
+            return list(do_bench(f, warmup=warmup_ms, rep=rep_ms, return_mode="all"))
+    elif bench is None:
         def bench(f: Callable[[], Any]) -> list[float]:
             return held_runs(f, warmup_ms=warmup_ms, rep_ms=rep_ms)
-    return _attempts(lambda: bench(fn), "held", max_spread, attempts)
+    return _attempts(lambda: bench(fn), timer, max_spread, attempts)
 
 
 def held_runs(fn: Callable[[], Any], *, warmup_ms: float = 25.0, rep_ms: float = 100.0, hold_us: float = HOLD_US,

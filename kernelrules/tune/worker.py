@@ -43,6 +43,7 @@ class WorkerSettings:
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
     max_spread: float = 0.05
+    timer: str = "held"
     attempts: int = 3
     interpret_runs: int = 3
     l2_bytes: int = 0

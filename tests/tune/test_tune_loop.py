@@ -125,6 +125,8 @@ def test_cli_json_lines_and_errors(tmp_path, run_cli):
     assert bad.returncode == 2 and "--interpret needs --arch" in bad.stderr and "Traceback" not in bad.stderr
     bad = run_cli("tune", str(SMALL), "--arch", "ampere", "--interpret", "--sampler", "bogus")
     assert bad.returncode == 2 and "unknown sampler" in bad.stderr
+    bad = run_cli("tune", str(SMALL), "--arch", "ampere", "--interpret", "--timer", "bogus")
+    assert bad.returncode == 2 and "unknown timer 'bogus'" in bad.stderr and "Traceback" not in bad.stderr
     bad = run_cli("tune", str(tmp_path / "none.yaml"), "--arch", "ampere")
     assert bad.returncode == 2 and "no such space file" in bad.stderr
     bad = run_cli("tune", str(SMALL), "--arch", "ampere", "--interpret", "--time-budget", "soon")

@@ -182,6 +182,9 @@ def test_held_timing_waits_on_the_gpu_between_the_flush_and_the_start_event(monk
     assert len(times) == int(10.0 / (0.065 + timing.HOLD_US * 1e-3))  # one flush and run estimated at 65 us
     m = timing.measure(gpu.kernel, bench=lambda fn: timing.held_runs(fn, torch=gpu))
     assert m.method == "held" and m.ms == pytest.approx(0.005) and not m.noisy
+    assert timing.measure(gpu.kernel, bench=lambda fn: [1.0] * 5, timer="do_bench").method == "do_bench"
+    with pytest.raises(ValueError, match="unknown timer"):
+        timing.measure(gpu.kernel, timer="wallclock")
 
 
 def test_interleaved_rounds_rotate_the_order():
