@@ -191,7 +191,7 @@ def main() -> int:
         print(f"  {name}: matmul model top1/top5/Spearman {m['top1']}/{m['top5']}/{m['spearman']:.2f}; "
               f"general (held out) {g['top1']}/{g['top5']}/{g['spearman']:.2f}")
     if args.write:
-        OUT.write_text(json.dumps({"arch": f"sm_{arch.sm}", "sku": args.arch, "constants": asdict(whole),
+        OUT.write_text(json.dumps({"arch": f"sm_{arch.sm}", "sku": args.arch, "truth": "sweep" if args.sweep_truth else "held where re-timed", "constants": asdict(whole),
                                    "folds": folds, "held_out": held, "all": insample,
                                    "estimate_any": combined,
                                    "summary": {"held_out": summary, "all": s_in, "estimate_any": s_c}}, indent=1) + "\n")

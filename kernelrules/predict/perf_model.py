@@ -156,7 +156,9 @@ def estimate(config: Any, arch: Any, problem: Mapping[str, Any], model: Any = No
     tiles = math.ceil(m / f["dot_m"]) * math.ceil(n / f["dot_n"]) * split
     waves = math.ceil(tiles / (int(gpu["sm_count"]) * bps))
     k_slice = math.ceil(math.ceil(k / f["dot_k"]) / split) * f["dot_k"]  # a program's share of K
-    parts, fill = _wave_parts(config, arch, gpu, f, (m, n, k_slice), _element_bytes(problem, f), bps, regs,
+    # a lone partial wave spreads its programs over the SMs: no SM runs more than its share of them
+    per_sm = bps if waves > 1 else min(bps, math.ceil(tiles / int(gpu["sm_count"])))
+    parts, fill = _wave_parts(config, arch, gpu, f, (m, n, k_slice), _element_bytes(problem, f), per_sm, regs,
                               constants, _operand_dtype(problem, f), atomic=split > 1)
     bound = max(parts, key=parts.get)
     top = parts[bound]
@@ -190,9 +192,12 @@ def _wave_parts(config: KernelConfig, arch: Any, gpu: Mapping[str, Any], f: Mapp
     sms, clock = int(gpu["sm_count"]), clock_hz(arch, gpu)
     slots, k_steps = sms * bps, math.ceil(k / bk)
 
-    busy = min(1.0, bps * warps / int(flat.get("register_sub_partitions", 4)))  # a warp feeds one sub-partition
-    sm_rate = _compute_rate(arch, gpu, path, dtype, constants) / sms * busy
-    compute = bps * 2.0 * bm * bn * bk * _wasted_width(bm, bn, warps, path) / sm_rate
+    sub_partitions = int(flat.get("register_sub_partitions", 4))
+    busy = min(1.0, bps * warps / sub_partitions)  # a warp feeds one sub-partition
+    full_rate = _compute_rate(arch, gpu, path, dtype, constants) / sms
+    block_work = 2.0 * bm * bn * bk * _wasted_width(bm, bn, warps, path)
+    compute = bps * block_work / (full_rate * busy)
+    own = block_work / (full_rate * min(1.0, warps / sub_partitions))  # one block's k-step on its own warps
     smem_rate = int(flat.get("shared_memory_banks", 32)) * int(flat.get("bank_width_bytes", 4)) * clock
     feed = bps * _feed_bytes(bm, bn, bk, elem, path, warps) / smem_rate
     spill = max(0, regs - int(flat.get("max_registers_per_thread", 255))) * 4 * 2 * 32 * warps  # store + reload
@@ -203,7 +208,7 @@ def _wave_parts(config: KernelConfig, arch: Any, gpu: Mapping[str, Any], f: Mapp
                             group=_group(config), l2_bytes=int(gpu["l2_bytes"])) + out) \
         / (float(gpu["dram_bandwidth_gbps"]) * 1e9)
     latency = constants.load_latency_clocks / clock
-    chain = latency + compute / bps if stages <= 1 else latency / (stages - 1)
+    chain = latency + own if stages <= 1 else latency / (stages - 1)
     parts = {"compute": k_steps * compute, "feed": k_steps * feed, "memory": max(l2, dram), "latency": k_steps * chain}
     return parts, latency
 

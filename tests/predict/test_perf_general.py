@@ -130,12 +130,14 @@ def test_committed_constants_are_the_fit():
 
 
 @pytest.mark.parametrize("name", ["softmax__small", "rope__large", "layernorm__skinny"])
-def test_committed_constants_reproduce_the_fit_scores(name):
+def test_committed_constants_reproduce_the_fit_scores(name, monkeypatch):
     sys.path.insert(0, str(REPO / "benchmarks"))
     import fit_perf_general as fit
     from kernelrules.arch import load_arch
 
     data = json.loads(FIT.read_text())
+    # the committed fit was made on the truth it records (the sweep's do_bench times before the key existed)
+    monkeypatch.setattr(fit.suite_truth, "SWEEP_ONLY", data.get("truth", "sweep") == "sweep")
     p = fit.load_problem(name, load_arch(data["sku"]))
     got = fit.score(p, seconds(p["f"], FITTED[data["arch"]]))
     want = data["all"][name]

@@ -87,6 +87,26 @@ def test_more_waves_are_never_faster(bm, bn, bk, warps, stages, a, extra, n, k, 
         assert large.seconds > small.seconds
 
 
+@given(tiles_m=st.integers(1, 8), tiles_n=st.integers(1, 16), k=st.sampled_from([256, 1024, 4096]),
+       sku=st.sampled_from(SKUS))
+def test_a_lone_partial_wave_does_not_depend_on_how_many_blocks_an_sm_could_hold(tiles_m, tiles_n, k, sku):
+    """With fewer programs than SMs, every program has an SM of its own: the occupancy the config allows
+    (here set by its shared memory) changes nothing. With many waves it does."""
+    def seconds(shared, m, n):
+        facts = {"dot_m": 64, "dot_n": 32, "dot_k": 64, "shared_bytes": shared}
+        return estimate(config(64, 32, 64, 4, 3), sku, {"M": m, "N": n, "K": k, "dtype": "fp16"}, facts=facts).seconds
+
+    lone = (64 * tiles_m, 32 * tiles_n)  # at most 128 programs: one partial wave on every SKU but the smallest
+    from kernelrules.arch import load_arch
+    from kernelrules.predict.perf_model import sku_figures
+
+    if tiles_m * tiles_n > int(sku_figures(load_arch(sku), sku)["sm_count"]):
+        return
+    assert seconds(16 * 1024, *lone) == seconds(96 * 1024, *lone)
+    many = (64 * 64, 32 * 256)
+    assert seconds(16 * 1024, *many) < seconds(96 * 1024, *many)
+
+
 @given(bm=tiles, bn=tiles, bk=tiles, warps=st.sampled_from([1, 2, 4, 8]), stages=st.integers(1, 5),
        size=st.sampled_from([256, 1024, 4096]), sku=st.sampled_from(SKUS))
 def test_off_the_tensor_cores_is_slower(bm, bn, bk, warps, stages, size, sku):
