@@ -50,7 +50,6 @@ def load(results: Path = RESULTS) -> dict:
         judge_path = results / f"{name}.judge.json"
         problems[name] = {
             "configs": suite_truth.config_records(name, results),
-            "timer": suite_truth.timer_of(name, results),
             "problem": next((r for r in reversed(lines) if r.get("kind") == "problem"), {}),
             "judge": json.loads(judge_path.read_text()) if judge_path.exists() else None,
         }

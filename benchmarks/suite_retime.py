@@ -40,6 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import suite_sweep  # noqa: E402  (the suite's problems, runner and records)
+from h200_timer_check import quantiles  # noqa: E402  (median, 20th and 80th percentiles of run times)
 
 SECOND_PASS = 1.10  # configs within 10 % of the first pass's best are timed twice
 WARMUP_MS, REP_MS = 10.0, 40.0  # the sweep's do_bench budget
@@ -67,12 +68,6 @@ def chosen_problems(names: list[str], max_best_us: float) -> list[str]:
 
 def written(name: str, work: Path) -> bool:
     return (work / f"{name}.jsonl").exists()
-
-
-def quantiles(times: list[float]) -> dict:
-    ordered = sorted(times)
-    at = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]  # noqa: E731
-    return {"ms": statistics.median(ordered), "ms_p20": at(0.2), "ms_p80": at(0.8), "runs": len(ordered)}
 
 
 def make_timer(interpret: bool):

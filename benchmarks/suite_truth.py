@@ -81,28 +81,19 @@ def timer_of(name: str, results: Path = RESULTS) -> str:
     return "do_bench" if held_timings(name, results) is None else "held"
 
 
-def _spearman(a: list[float], b: list[float]) -> float:
-    def ranks(values: list[float]) -> list[int]:
-        order = sorted(range(len(values)), key=values.__getitem__)
-        out = [0] * len(values)
-        for rank, i in enumerate(order):
-            out[i] = rank
-        return out
-
-    ra, rb, n = ranks(a), ranks(b), len(a)
-    return 1 - 6 * sum((x - y) ** 2 for x, y in zip(ra, rb)) / (n * (n * n - 1)) if n > 2 else float("nan")
-
-
 def compare(results: Path = RESULTS) -> list[dict]:
     """Per re-timed problem: how the held truth differs from the sweep's (printed by ``python suite_truth.py``)."""
+    from suite_report import spearman  # (suite_report reads this module at import: imported here)
+
     rows = []
     for path in sorted({p.name: p for p in (results / "held").glob("*/*__*.jsonl")}.values(), key=lambda p: p.name):
+        runs = held_runs(path.stem, results)
         timed = [r for r in config_records(path.stem, results) if r.get("timing")]
         held = [r["timing"]["ms"] for r in timed]
         sweep = [r["timing"]["sweep_ms"] for r in timed]
         best_held, best_sweep = min(range(len(held)), key=held.__getitem__), min(range(len(sweep)), key=sweep.__getitem__)
-        rows.append({"problem": path.stem, "configs": len(timed), "spearman": _spearman(sweep, held),
-                     "runs": len(held_runs(path.stem, results)), "between_runs": _between_runs(path.stem, results),
+        rows.append({"problem": path.stem, "configs": len(timed), "spearman": spearman(sweep, held),
+                     "runs": len(runs), "between_runs": _between_runs(runs, spearman),
                      "best_us": {"held": held[best_held] * 1e3, "sweep": sweep[best_sweep] * 1e3},
                      "same_best": best_held == best_sweep,
                      "sweep_best_held_over_best": held[best_sweep] / held[best_held],
@@ -111,14 +102,16 @@ def compare(results: Path = RESULTS) -> list[dict]:
     return rows
 
 
-def _between_runs(name: str, results: Path) -> float | None:
-    """Rank correlation of the first two held runs' times (the configs both timed)."""
+def _between_runs(held: list[list[dict]], spearman) -> float | None:
+    """Rank correlation of the first two held runs' times (the configs both timed); None with one run,
+    NaN with fewer than three configs in common."""
     runs = [{key(r["config"]): r["ms"] for r in records if r.get("kind") == "config" and r.get("ms")}
-            for records in held_runs(name, results)]
+            for records in held]
     if len(runs) < 2:
         return None
     common = [k for k in runs[0] if k in runs[1]]
-    return _spearman([runs[0][k] for k in common], [runs[1][k] for k in common])
+    value = spearman([runs[0][k] for k in common], [runs[1][k] for k in common])
+    return float("nan") if value is None else value
 
 
 if __name__ == "__main__":
@@ -127,6 +120,7 @@ if __name__ == "__main__":
     print("|---|---|---|---|---|---|---|---|")
     for row in compare():
         between = "–" if row["between_runs"] is None else f"{row['between_runs']:.3f}"
-        print(f"| {row['problem']} | {row['configs']} | {between} | {row['spearman']:.3f} | {row['best_us']['sweep']:.2f} / "
+        against = "–" if row["spearman"] is None else f"{row['spearman']:.3f}"
+        print(f"| {row['problem']} | {row['configs']} | {between} | {against} | {row['best_us']['sweep']:.2f} / "
               f"{row['best_us']['held']:.2f} | {'yes' if row['same_best'] else 'no'} | "
               f"{row['sweep_best_held_over_best']:.3f} | {row['within_2pct']['sweep']} / {row['within_2pct']['held']} |")
