@@ -17,7 +17,14 @@ This script times the same configs of each chosen problem with
 * ``held``: the same flush, then a GPU-side wait (``torch.cuda._sleep``) long enough for
   the CPU to issue the events and the launch behind it, so the GPU never waits on the CPU
   between the start and the end event (the "blocking kernel" of nvbench and Kernel Tuner);
+* ``prehold``: the wait first, then the flush, then the start event: the GPU is busy with
+  the flush right up to the start event, as in do_bench, yet the CPU is far ahead of it;
 
+and, with ``--product``, with ``kernelrules.tune.timing.measure`` as ``kernelrules tune``
+calls it (25 ms warm-up, 100 ms of runs, repeated up to 3 times while the inter-quartile
+spread is over 5 %) around do_bench (``measure:do_bench``), the held loop
+(``measure:held``) and the prehold loop (``measure:prehold``): their attempts and wall time
+say what a timer costs the tuner,
 in ``--passes`` passes, each pass timing every config once with each timer in a rotated
 order. A right timer gives the same ranking twice: per timer it prints the rank
 correlation of pass 1 with pass 2, the median p80/p20 spread, and whether both passes agree
@@ -58,8 +65,9 @@ def chosen_configs(problem, count: int) -> list:
     return [by_key[k] for k in wanted if k in by_key]
 
 
-def held_timer(torch, sleep_cycles: int, reps: int):
-    """A do_bench-like timer whose start event waits behind a GPU-side sleep after the flush."""
+def held_timer(torch, sleep_cycles: int, reps: int, before_flush: bool = False):
+    """A do_bench-like timer whose start event waits behind a GPU-side sleep after the flush
+    (``before_flush``: the sleep comes first, then the flush, then the start event)."""
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
 
     def bench(fn) -> dict:
@@ -68,13 +76,67 @@ def held_timer(torch, sleep_cycles: int, reps: int):
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for i in range(reps):
-            flush.zero_()
-            torch.cuda._sleep(sleep_cycles)
+            if before_flush:
+                torch.cuda._sleep(sleep_cycles)
+                flush.zero_()
+            else:
+                flush.zero_()
+                torch.cuda._sleep(sleep_cycles)
             starts[i].record()
             fn()
             ends[i].record()
         torch.cuda.synchronize()
         return quantiles([s.elapsed_time(e) for s, e in zip(starts, ends)])
+
+    return bench
+
+
+def prehold_runs(fn, *, warmup_ms: float = 25.0, rep_ms: float = 100.0, hold_us: float = HOLD_US) -> list[float]:
+    """``kernelrules.tune.timing.held_runs`` with the hold before the flush instead of after it."""
+    import torch
+
+    from kernelrules.tune import timing
+
+    cuda = torch.cuda
+    flush, clear = timing._flush_buffer(torch)
+    cycles = int(hold_us * 1e-6 * timing._clock_hz(torch))
+    fn()
+    cuda.synchronize()
+    first, last = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    first.record()
+    for _ in range(5):
+        clear(flush)
+        fn()
+    last.record()
+    cuda.synchronize()
+    estimate = max(first.elapsed_time(last) / 5, 1e-6)
+    for _ in range(max(1, int(warmup_ms / estimate))):
+        fn()
+    runs = max(1, int(rep_ms / (estimate + hold_us * 1e-3)))
+    starts = [cuda.Event(enable_timing=True) for _ in range(runs)]
+    ends = [cuda.Event(enable_timing=True) for _ in range(runs)]
+    for start, end in zip(starts, ends):
+        cuda._sleep(cycles)
+        clear(flush)
+        start.record()
+        fn()
+        end.record()
+    cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+def product_timer(timer: str):
+    """``kernelrules.tune.timing.measure`` as the tuner calls it, with its attempts and wall time."""
+    from kernelrules.tune import timing
+
+    def bench(fn) -> dict:
+        started = time.perf_counter()
+        if timer == "prehold":
+            m = timing.measure(fn, bench=lambda f: prehold_runs(f), timer="held")
+        else:
+            m = timing.measure(fn, timer=timer)
+        return {"ms": m.ms, "ms_p25": m.p25, "ms_p75": m.p75, "runs": m.runs, "spread": m.spread,
+                "error": m.error, "attempts": m.attempts, "noisy": m.noisy, "wall_s": time.perf_counter() - started}
 
     return bench
 
@@ -111,17 +173,25 @@ def within(times: list[float], margin: float = 0.02) -> set[int]:
 def summary(name: str, timer: str, passes: list[list[dict]]) -> dict:
     """Agreement of pass 1 with pass 2 for one timer."""
     first, second = [m["ms"] for m in passes[0]], [m["ms"] for m in passes[1]]
-    spreads = [m["ms_p80"] / m["ms_p20"] for p in passes for m in p if m["ms_p20"] > 0]
+    high, low = ("ms_p80", "ms_p20") if "ms_p80" in passes[0][0] else ("ms_p75", "ms_p25")
+    spreads = [m[high] / m[low] for p in passes for m in p if m[low] > 0]
     near1, near2 = within(first), within(second)
+    attempts = [m["attempts"] for p in passes for m in p if "attempts" in m]
+    walls = [m["wall_s"] for p in passes for m in p if "wall_s" in m]
     line = {"problem": name, "timer": timer, "configs": len(first), "spearman_pass1_pass2": spearman(first, second),
-            "median_p80_over_p20": statistics.median(spreads), "best_pass1": min(first), "best_pass2": min(second),
+            "median_p80_over_p20" if high == "ms_p80" else "median_p75_over_p25": statistics.median(spreads), "best_pass1": min(first), "best_pass2": min(second),
             "within_2pct_pass1": len(near1), "within_2pct_pass2": len(near2),
             "within_2pct_both": len(near1 & near2),
             "pass1_best_in_pass2": second[first.index(min(first))] / min(second)}
-    print(f"{name:24s} {timer:9s} n={line['configs']:3d} spearman {line['spearman_pass1_pass2']:.3f} "
-          f"p80/p20 {line['median_p80_over_p20']:.2f} best {line['best_pass1'] * 1e3:.2f}/{line['best_pass2'] * 1e3:.2f} us "
+    print(f"{name:24s} {timer:16s} n={line['configs']:3d} spearman {line['spearman_pass1_pass2']:.3f} "
+          f"{high[3:]}/{low[3:]} {statistics.median(spreads):.2f} best {line['best_pass1'] * 1e3:.2f}/{line['best_pass2'] * 1e3:.2f} us "
           f"within 2%: {len(near1)}/{len(near2)} both {len(near1 & near2)}; pass-1 best in pass 2 "
           f"{line['pass1_best_in_pass2']:.3f}", flush=True)
+    if attempts:
+        line.update(mean_attempts=statistics.mean(attempts), repeated=sum(a > 1 for a in attempts) / len(attempts),
+                    median_wall_s=statistics.median(walls), total_wall_s=sum(walls))
+        print(f"{'':24s} {timer:16s} attempts {line['mean_attempts']:.2f} (repeated {line['repeated']:.0%}) "
+              f"wall {line['median_wall_s']:.3f} s median, {line['total_wall_s']:.1f} s in all", flush=True)
     return line
 
 
@@ -143,7 +213,12 @@ def run(args) -> None:
     timers = {"do_bench": suite_sweep.bench}
     if not args.interpret:
         timers["held"] = held_timer(torch, int(HOLD_US * 1e-6 * clock_hz), args.reps)
-    report = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hold_us": HOLD_US,
+        timers["prehold"] = held_timer(torch, int(HOLD_US * 1e-6 * clock_hz), args.reps, before_flush=True)
+        if args.product:
+            timers.update({f"measure:{t}": product_timer(t) for t in ("do_bench", "held", "prehold")})
+    if args.timers:
+        timers = {name: timers[name] for name in args.timers.split(",")}
+    report = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hold_us": HOLD_US, "timers": list(timers),
               "gpu": "cpu (TRITON_INTERPRET=1)" if args.interpret else torch.cuda.get_device_name(0),
               "triton": __import__("triton").__version__, "torch": torch.__version__, "problems": []}
     for name in [n for n in args.problems.split(",") if n]:
@@ -170,7 +245,7 @@ def run(args) -> None:
                  "summaries": [summary(name, t, passes[t]) for t in timers]}
         report["problems"].append(entry)
         problem.stop(torch)
-        (out / "timer-check.json").write_text(json.dumps(report, indent=1))
+        (out / args.output_name).write_text(json.dumps(report, indent=1))
 
 
 def main() -> None:
@@ -180,6 +255,9 @@ def main() -> None:
     parser.add_argument("--configs", type=int, default=48)
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--reps", type=int, default=200, help="repetitions per measurement of the held timer")
+    parser.add_argument("--product", action="store_true", help="also time with kernelrules.tune.timing.measure")
+    parser.add_argument("--timers", default="", help="only these timers (comma-separated names from the above)")
+    parser.add_argument("--output-name", default="timer-check.json")
     parser.add_argument("--arch", default="h200")
     parser.add_argument("--interpret", action="store_true")
     run(parser.parse_args())

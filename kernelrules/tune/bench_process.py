@@ -172,7 +172,7 @@ class _Session:
             launches[counter[0] % len(launches)]()
 
         s = self.settings
-        return measure(run, interpret=s.interpret, warmup_ms=s.warmup_ms, rep_ms=s.rep_ms, max_spread=s.max_spread,
+        return measure(run, interpret=s.interpret, warmup_ms=s.warmup_ms, rep_ms=s.rep_ms, max_error=s.max_error,
                        attempts=s.attempts, runs=s.interpret_runs, timer=s.timer)
 
     def time_config(self, config: dict) -> dict:
@@ -191,7 +191,7 @@ class _Session:
             fn = self.runner.baseline(tensors, self.spec.sizes)
             s = self.settings
             timing = measure(fn, interpret=s.interpret, warmup_ms=s.warmup_ms, rep_ms=s.rep_ms,
-                             max_spread=s.max_spread, attempts=s.attempts, runs=s.interpret_runs, timer=s.timer)
+                             max_error=s.max_error, attempts=s.attempts, runs=s.interpret_runs, timer=s.timer)
             return {"status": "ok", "timing": timing.to_json()}
         except BaseException as exc:  # noqa: BLE001
             return {"status": "launch_error", "error": f"{type(exc).__name__}: {exc}"[:300]}

@@ -77,7 +77,7 @@ class TuneOptions:
     cache_dir: str | None = None
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
-    max_spread: float = 0.05
+    max_error: float = 0.01
     timer: str = "held"
     lookahead: int = 2
     grace: float = 120.0
@@ -225,7 +225,7 @@ class Tuner:
         for index, gpu in enumerate(gpus):
             settings = WorkerSettings(spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret,
                                       triton_cache_dir=cache, warmup_ms=o.warmup_ms, rep_ms=o.rep_ms,
-                                      max_spread=o.max_spread, timer=o.timer, l2_bytes=int(self.arch.flat().get("l2_bytes") or 0))
+                                      max_error=o.max_error, timer=o.timer, l2_bytes=int(self.arch.flat().get("l2_bytes") or 0))
             workers.append(BenchWorker(index, settings, compile_timeout=o.compile_timeout,
                                        bench_timeout=o.bench_timeout))
         for worker in workers:

@@ -10,13 +10,18 @@ varies with the CPU's load (a compile pool beside the timing). On the H200 the h
 the ranking of microsecond kernels reproducible: pass-to-pass rank correlation 0.98-0.99
 against 0.74-0.87 for do_bench, and equal (0.999) on a 134 us kernel
 (``benchmarks/h200_timer_check.py``, docs/tune.md). From the run times we keep the median,
-the quartiles and the *spread* ``(p75 - p25) / median``; a measurement whose spread
-is over ``max_spread`` (5 %) is repeated (up to ``attempts`` times) and the least
-noisy attempt is kept, flagged ``noisy`` if it is still over. When the inputs fit in
-L2 the caller also rotates between several copies of them (see the worker).
+the quartiles, the *spread* ``(p75 - p25) / median`` and the median's *error*: the
+half-width of its 95 % confidence interval from order statistics (distribution-free),
+relative to the median. A measurement whose error is over ``max_error`` (1 %) is repeated
+(up to ``attempts`` times) and the most precise attempt is kept, flagged ``noisy`` if it is
+still over. The error, not the spread, decides: a microsecond kernel's runs spread 7-14 %
+around their median on the H200 (event resolution and launch jitter), yet the median of a
+few hundred runs is reproducible, and repeating on the spread measured every such config
+three times over for no better ranking (``benchmarks/results/timer-check/``). When the
+inputs fit in L2 the caller also rotates between several copies of them (see the worker).
 
 Under ``TRITON_INTERPRET=1`` (``--interpret``) there is no GPU: a few runs are
-timed with ``time.perf_counter``; those timings are meaningless for tuning and every
+timed once with ``time.perf_counter``; those timings are meaningless for tuning and every
 output says so.
 
 The final ranking re-measures the best few configs *interleaved* (round r times
@@ -31,7 +36,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-MAX_SPREAD = 0.05
+#: The largest relative 95 % half-width of a measurement's median before it is repeated.
+MAX_ERROR = 0.01
+#: The normal quantile of a two-sided 95 % interval.
+Z95 = 1.96
 #: The timers ``measure`` knows (``kernelrules tune --timer``).
 TIMERS = ("held", "do_bench")
 #: How long the GPU waits after each flush before the start event (longer than a launch's CPU cost).
@@ -51,6 +59,7 @@ class Measurement:
     max: float
     runs: int
     spread: float
+    error: float = 0.0
     attempts: int = 1
     noisy: bool = False
     method: str = "held"
@@ -69,14 +78,30 @@ def _quantile(sorted_times: list[float], q: float) -> float:
     return sorted_times[low] + (sorted_times[high] - sorted_times[low]) * (position - low)
 
 
+def median_error(sorted_times: list[float]) -> float:
+    """Half-width of the median's 95 % confidence interval, relative to the median.
+
+    Distribution-free: the interval runs between the order statistics of ranks
+    ``n/2 -+ 1.96 sqrt(n)/2`` (the normal approximation to the binomial), so it holds for
+    skewed or quantized run times alike. Under a handful of runs it is the whole range."""
+    n = len(sorted_times)
+    median = statistics.median(sorted_times)
+    if median <= 0:
+        return 0.0
+    half = Z95 * n ** 0.5 / 2
+    low = max(0, int(n / 2 - half))
+    high = min(n - 1, int(n / 2 + half + 0.999999))
+    return (sorted_times[high] - sorted_times[low]) / 2 / median
+
+
 def summarize(times: list[float], method: str = "held") -> Measurement:
-    """Median, quartiles and spread of run times (milliseconds)."""
+    """Median, quartiles, spread and the median's error of run times (milliseconds)."""
     ordered = sorted(float(t) for t in times)
     median = statistics.median(ordered)
     p25, p75 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
     spread = (p75 - p25) / median if median > 0 else 0.0
     return Measurement(ms=median, p25=p25, p75=p75, min=ordered[0], max=ordered[-1], runs=len(ordered),
-                       spread=spread, method=method, medians=[median])
+                       spread=spread, error=median_error(ordered), method=method, medians=[median])
 
 
 def wallclock(fn: Callable[[], Any], runs: int = 3) -> list[float]:
@@ -91,12 +116,13 @@ def wallclock(fn: Callable[[], Any], runs: int = 3) -> list[float]:
 
 
 def measure(fn: Callable[[], Any], *, interpret: bool = False, warmup_ms: float = 25.0, rep_ms: float = 100.0,
-            max_spread: float = MAX_SPREAD, attempts: int = 3, runs: int = 3,
+            max_error: float = MAX_ERROR, attempts: int = 3, runs: int = 3,
             bench: Callable[..., list[float]] | None = None, timer: str = "held") -> Measurement:
-    """Time ``fn``; repeat while the spread is over ``max_spread``; keep the least noisy attempt.
-    ``timer``: ``held`` (:func:`held_runs`) or ``do_bench`` (Triton's loop as it is)."""
+    """Time ``fn``; repeat while the median's error is over ``max_error``; keep the most precise
+    attempt. ``timer``: ``held`` (:func:`held_runs`) or ``do_bench`` (Triton's loop as it is).
+    Interpreted (``interpret``) runs are timed once: their times mean nothing to repeat for."""
     if interpret:
-        return _attempts(lambda: wallclock(fn, runs), "wallclock", max_spread, attempts)
+        return _attempts(lambda: wallclock(fn, runs), "wallclock", max_error, 1)
     if timer not in TIMERS:
         raise ValueError(f"unknown timer {timer!r}: {' or '.join(TIMERS)}")
     if bench is None and timer == "do_bench":
@@ -107,7 +133,7 @@ def measure(fn: Callable[[], Any], *, interpret: bool = False, warmup_ms: float 
     elif bench is None:
         def bench(f: Callable[[], Any]) -> list[float]:
             return held_runs(f, warmup_ms=warmup_ms, rep_ms=rep_ms)
-    return _attempts(lambda: bench(fn), timer, max_spread, attempts)
+    return _attempts(lambda: bench(fn), timer, max_error, attempts)
 
 
 def held_runs(fn: Callable[[], Any], *, warmup_ms: float = 25.0, rep_ms: float = 100.0, hold_us: float = HOLD_US,
@@ -164,20 +190,21 @@ def _clock_hz(torch: Any) -> float:
         return 2e9
 
 
-def _attempts(run: Callable[[], list[float]], method: str, max_spread: float, attempts: int) -> Measurement:
+def _attempts(run: Callable[[], list[float]], method: str, max_error: float, attempts: int) -> Measurement:
+    """Measure up to ``attempts`` times until the median's error is at most ``max_error``."""
     best: Measurement | None = None
     medians = []
     for attempt in range(1, max(1, attempts) + 1):
         current = summarize(run(), method)
         medians.append(current.ms)
-        if best is None or current.spread < best.spread:
+        if best is None or current.error < best.error:
             best = current
-        if current.spread <= max_spread:
+        if current.error <= max_error:
             break
     assert best is not None
     best.attempts = len(medians)
     best.medians = medians
-    best.noisy = best.spread > max_spread
+    best.noisy = best.error > max_error
     return best
 
 

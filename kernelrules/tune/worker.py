@@ -42,7 +42,7 @@ class WorkerSettings:
     triton_cache_dir: str | None = None
     warmup_ms: float = 25.0
     rep_ms: float = 100.0
-    max_spread: float = 0.05
+    max_error: float = 0.01
     timer: str = "held"
     attempts: int = 3
     interpret_runs: int = 3
