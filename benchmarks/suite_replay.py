@@ -1,15 +1,20 @@
 """Replay tuning strategies on the suite's measured per-config costs: time to a config within 2% of the best.
 
-    python benchmarks/suite_replay.py [--seeds 5] [--families gemm,softmax]
+    python benchmarks/suite_replay.py [--seeds 5] [--families gemm,softmax] [--sweep-truth] [--out PATH]
 
 Every strategy proposes configs of a problem's space one at a time; a proposal costs
-what the GPU sweep measured for that config, charged on one clock (no parallelism,
-for every strategy alike):
+what the GPU measured for that config, charged on one clock (no parallelism,
+for every strategy alike). Run times, and the best that "within 2%" is measured from,
+are the suite's truth (``suite_truth.py``: the held re-timing for the microsecond
+problems, the sweep's ``do_bench`` elsewhere; ``--sweep-truth``: the sweep's alone);
+compile times, launch failures and correctness are the sweep's:
 
 * a compile: the config's cold compile time (the longest the sweep recorded for the same
   config across the family's shapes: a later shape may have hit the Triton cache);
 * a timing: ``BENCH_FIXED_S`` (Triton's ``do_bench`` warm-up and repetitions, 25 + 100 ms,
   plus the correctness check) plus ``BENCH_RUNS`` launches of the config's own time;
+  a config the re-timing did not time costs its compile and ``BENCH_FIXED_S`` and never
+  counts as within 2% (its sweep time is on the other timer);
 * a launch failure costs its compile; a config rejected by kernelrules' config stage
   costs nothing (microseconds); one rejected at the compiled stage costs its compile.
 
@@ -26,7 +31,7 @@ Strategies (Optuna 4, seeded; the median over ``--seeds`` seeds):
 
 A repeated proposal costs nothing and is not counted; a strategy stops at the first
 timed config within 2% of the best, or after ``3 x`` the space's size in proposals
-(*not reached*). Writes ``benchmarks/results/suite/replay.json``.
+(*not reached*). Writes ``benchmarks/results/suite/replay.json`` (``truth`` names the truth used).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import suite_truth  # noqa: E402  (the sweep's records, held times where re-timed)
 from suite_report import RESULTS, good, key, load  # noqa: E402
 
 BENCH_FIXED_S = 0.15
@@ -72,6 +78,8 @@ class Costs:
         """(seconds the config costs when compiled and timed, its ms or None if it cannot serve)."""
         r = self.records[k]
         cost = self.compile_s(k)
+        if r.get("untimed"):  # timed by the sweep only: not compared on the held timer
+            return cost + BENCH_FIXED_S, None
         if not good(r):
             return cost, None
         ms = r["timing"]["ms"]
@@ -211,18 +219,32 @@ def summarize(problems: dict) -> list[str]:
     return lines
 
 
+def untimed_configs(loaded: dict) -> int:
+    """Configs the sweep timed that the re-timing did not (never compared on the other timer)."""
+    return sum(bool(r.get("untimed")) for data in loaded["problems"].values() for r in data["configs"])
+
+
+def earlier_problems(path: Path, truth: str) -> dict:
+    """The problems of an earlier replay on the same truth (kept when ``--families`` replays a few)."""
+    old = json.loads(path.read_text()) if path.exists() else {}
+    return dict(old.get("problems", {})) if old.get("truth", "sweep") == truth else {}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--families", default="")
+    parser.add_argument("--sweep-truth", action="store_true", help="score on the sweep's do_bench times alone")
+    parser.add_argument("--out", default=str(RESULTS / "replay.json"))
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    suite_truth.SWEEP_ONLY = args.sweep_truth
+    truth = "sweep" if args.sweep_truth else "held where re-timed"
     loaded = load()
     cold = cold_compiles(loaded)
     chosen = set(filter(None, args.families.split(",")))
-    path = RESULTS / "replay.json"
-    old = json.loads(path.read_text()) if path.exists() else {}
-    problems = dict(old.get("problems", {}))
+    path = Path(args.out)
+    problems = earlier_problems(path, truth)
     for name, data in loaded["problems"].items():
         if chosen and name.split("__")[0] not in chosen and name not in chosen:
             continue
@@ -235,7 +257,7 @@ def main() -> int:
               "raw space; `kernelrules` is `kernelrules tune`'s policy (perf-model seeds, Sobol then TPE, the "
               "rules gate).")
     out = {"strategies": list(STRATEGIES), "method": method, "seeds": args.seeds, "problems": problems,
-           "summary": summarize(problems)}
+           "summary": summarize(problems), "truth": truth, "untimed_configs": untimed_configs(loaded)}
     path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     for line in out["summary"]:
         print(line)

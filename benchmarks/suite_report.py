@@ -490,8 +490,7 @@ def _replay_section(w, ms: list[dict], replay: dict) -> None:
         return
     w(replay.get("method", ""))
     w("")
-    w("The replay ran on the sweep's `do_bench` times (`benchmarks/suite_replay.py` reads the sweep's files), "
-      "before the microsecond problems were re-timed.")
+    w(_replay_truth(replay) + " The perf model's seeds rank with constants fitted on the whole suite (in sample).")
     w("")
     w("![Seconds to within 2% per problem and strategy](img/suite_replay.png)")
     w("")
@@ -513,6 +512,20 @@ def _replay_section(w, ms: list[dict], replay: dict) -> None:
     for line in replay.get("summary", []):
         w(f"- {line}")
     w("")
+
+
+def _replay_truth(replay: dict) -> str:
+    """The sentence that says which times the replay ran on (``replay.json``'s ``truth``)."""
+    if replay.get("truth", "sweep") == "sweep":
+        return ("The replay ran on the sweep's `do_bench` times (`benchmarks/suite_replay.py --sweep-truth`), "
+                "not on the re-timed microsecond problems' times.")
+    untimed = replay.get("untimed_configs")
+    coverage = ("every config the sweep timed was re-timed" if untimed == 0 else
+                f"{untimed} configs the sweep timed were not re-timed: each costs its compile and the timing's "
+                "fixed cost and never counts as within 2%")
+    return ("Run times, and the best the 2% band is measured from, are this page's truth (`benchmarks/suite_truth.py`): "
+            "the held re-timing for the re-timed problems, the sweep's `do_bench` elsewhere; compile times, launch "
+            f"failures and correctness are the sweep's; {coverage}.")
 
 
 def live_rows(ms: list[dict], live: dict) -> list[dict]:

@@ -67,3 +67,20 @@ def test_held_times_replace_the_sweeps_and_a_config_not_retimed_is_not_compared(
     assert second["timing"]["ms"] == 0.005 and second["timing"]["ms_p20"] == 0.0039 and second["timing"]["passes"] == 3
     (row,) = suite_truth.compare(tmp_path)
     assert row["runs"] == 2 and math.isnan(row["between_runs"]) and row["same_best"]  # 2 configs: no correlation
+
+
+def test_the_replay_scores_on_the_truth_and_never_on_the_other_timer(tmp_path):
+    """suite_replay's costs: the best and each run time are the held ones; a config not re-timed never counts."""
+    import suite_replay
+
+    write(tmp_path / "fam__small.jsonl", [sweep_line(16, 0.010), sweep_line(32, 0.004), sweep_line(64, 0.001)])
+    write(tmp_path / "held" / "run1" / "fam__small.jsonl", [
+        {"kind": "config", "config": config(b), "passes": [{"ms": ms, "ms_p20": ms, "ms_p80": ms}], "ms": ms}
+        for b, ms in ((16, 0.003), (32, 0.005))])
+    records = [{**r, "compile": {"seconds": 1.0}} for r in suite_truth.config_records("fam__small", tmp_path)]
+    costs = suite_replay.Costs({"configs": records, "judge": None}, {})
+    keys = [suite_truth.key(config(b)) for b in (16, 32, 64)]
+    assert costs.best == 0.003  # the held best, not the sweep's 0.001 of a config the re-timing did not time
+    assert costs.run(keys[0]) == (1.0 + suite_replay.BENCH_FIXED_S + suite_replay.BENCH_RUNS * 0.003 / 1000, 0.003)
+    assert costs.run(keys[2]) == (1.0 + suite_replay.BENCH_FIXED_S, None) and not costs.near(None)
+    assert suite_replay.untimed_configs({"problems": {"fam__small": {"configs": records}}}) == 1
