@@ -10,6 +10,7 @@ See docs/analyzers.md for every fact, its type and its source.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from . import amdgcn as amdgcn_reader
@@ -24,6 +25,8 @@ from .ptx import PtxListing
 _MMA_PATHS = (("tcgen05_mma", "tcgen05"), ("wgmma", "wgmma"), ("mma_sync", "mma_sync"))
 #: Dots that accumulate in tensor memory (Blackwell sm_100 tcgen05.mma).
 TCGEN05_DOT_OPS = frozenset({"ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled"})
+#: A loop op in TTIR text: the only ops the passes that read ``num_stages`` work on.
+_LOOP = re.compile(r"\bscf\.(?:for|while)\b")
 _TMA_OPS = TMA_LOAD_OPS | {"ttng.async_tma_copy_local_to_global", "ttng.async_tma_scatter",
                            "ttng.async_tma_reduce"}
 
@@ -76,6 +79,7 @@ def ir_facts(ttgir: str | None, ttir: str | None, metadata: Mapping[str, Any]) -
         "dot_locations": _unique(str(d.location) for d in dots if d.location),
         "dots": [d.to_dict() for d in dots],
         "async_copies": len(graph.module.ops_named("ttg.async_copy_global_to_local")),
+        "loop_count": loop_count(ttir or ttgir or ""),
         "tma": any(op.name in _TMA_OPS for op in graph.module.operations),
     }
     facts.update(_largest_dot(dots))
@@ -85,6 +89,12 @@ def ir_facts(ttgir: str | None, ttir: str | None, metadata: Mapping[str, Any]) -
     facts["dot_under_branch"] = bool(branch)
     facts["dot_under_branch_locations"] = _unique(str(d.location) for d in branch if d.location)
     return facts
+
+
+def loop_count(ir: str) -> int:
+    """``scf.for``/``scf.while`` loops in the IR text (TTIR when there is one: before the pipeliner).
+    Without one, Triton's loop passes, the only ones that read ``num_stages``, have nothing to do."""
+    return len(_LOOP.findall(ir))
 
 
 def _layout_facts(graph: IrGraph, dots: list[DotInfo], metadata: Mapping[str, Any]) -> dict:

@@ -14,8 +14,14 @@ ranked before compiling;
 checked here on its compiled facts; if the rules reject it, its benchmark is skipped
 and it gets the time Triton gives a config that cannot launch (infinite), so it is never
 chosen. A compile of any other config that fails or runs past the limit is left to
-Triton, which reports it as it always does: compiling ahead never changes which configs
-are timed or what they measure.
+Triton, which reports it as it always does: compiling ahead never changes what a timed
+config measures.
+
+Configs that differ only in ``num_stages`` on a kernel whose TTIR has no loop compile to
+one binary (:mod:`kernelrules.compile.stage_twins`, rule PIP002). Once one of them is timed
+and a compile here showed the loop-free TTIR, the others get its timing without a benchmark
+(:meth:`CompileAhead.timed_twin`): the same kernel would be timed again, and only noise
+could tell them apart.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import threading
 import warnings
 from typing import Any, Iterator, Mapping, Sequence
 
+from ..compile.stage_twins import loop_free
 from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
 
 #: What Triton's ``Autotuner._bench`` returns for a config that cannot launch.
@@ -44,6 +51,9 @@ class CompileAhead:
         self._done: dict[int, threading.Event] = {}  # id(config) -> set once its compile is over
         self._rejected: set[int] = set()
         self._configs: list = []  # the list handed back, so the ids above stay theirs
+        self._twin_key: dict[int, tuple] = {}  # id(config) -> the config without num_stages
+        self._loop_free: set[tuple] = set()  # twin keys whose compile here showed a TTIR without a loop
+        self._timed: dict[tuple, Any] = {}  # twin key -> the benchmark of its first timed config
         self._thread: threading.Thread | None = None
         #: Configs of the last list in Triton's cache: compiled before, or by these compiles so far.
         self.compiled = 0
@@ -59,6 +69,8 @@ class CompileAhead:
         signature, constexprs = launch_signature(jit_function(kernel), args)
         judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args, pool=_NO_POOL)
         prepared = [judge.prepare(c) for c in configs]
+        self._twin_key = {id(c): p.replace({}, remove=["num_stages"]).key() for c, p in zip(configs, prepared)}
+        self._loop_free, self._timed = set(), {}
         jobs = [judge.target.job(p, target_arch, self.timeout) for p in prepared]
         compiled = [self.context is not None and self.context.was_compiled(job) for job in jobs]
         waiting = [i for i, done in enumerate(compiled) if not done]
@@ -82,6 +94,22 @@ class CompileAhead:
             log.info("kernelrules: the compile ahead of %s is late; left to Triton", config)
         return id(config) not in self._rejected
 
+    def timed_twin(self, config: Any) -> Any:
+        """The benchmark of a config timed before ``config`` that differs from it only in ``num_stages``,
+        when a compile here showed their kernel has no loop (one binary); None otherwise."""
+        key = self._twin_key.get(id(config))
+        if key is None or key not in self._loop_free or key not in self._timed:
+            return None
+        log.info("kernelrules: %s differs only in num_stages from a config timed already, on a kernel with no "
+                 "loop (the same binary); its timing is reused", config)
+        return list(self._timed[key])
+
+    def record_timing(self, config: Any, timing: Any) -> None:
+        """Remember ``config``'s benchmark for its ``num_stages`` twins (the first one timed)."""
+        key = self._twin_key.get(id(config))
+        if key is not None:
+            self._timed.setdefault(key, timing)
+
     def join(self) -> None:
         """Wait for every compile under way."""
         if self._thread is not None:
@@ -100,6 +128,8 @@ class CompileAhead:
                     unchecked = self.context is not None and self.context.check_deferred(job)
                     self.compiled += result.ok * len(by_job.get(id(job), ()))
                     for config, prepared in by_job.get(id(job), ()):
+                        if loop_free(result):
+                            self._loop_free.add(self._twin_key[id(config)])
                         if unchecked and not judge.passes_compiled(prepared, result):
                             self._rejected.add(id(config))
                             log.info("kernelrules: %s rejected on its compiled facts; not timed", config)

@@ -74,7 +74,9 @@ def precompile_before_timing(tuner: Any, *, jobs: int | None = None, timeout: fl
     with the final list, and its ``_bench``: the configs not in Triton's cache yet are
     compiled in parallel in the background (:class:`~kernelrules.adapters.compile_ahead.CompileAhead`,
     ``tuner.kernelrules_compile_ahead``), the ones compiled already are timed first, and
-    the benchmark of each config waits for that config's compile only. A Triton without
+    the benchmark of each config waits for that config's compile only; a config that differs
+    only in ``num_stages`` from one timed already, on a kernel without a loop, reuses that
+    timing (:meth:`~kernelrules.adapters.compile_ahead.CompileAhead.timed_twin`). A Triton without
     ``Autotuner._bench`` waits for all the compiles before timing. The target is the GPU
     that launches (``$KERNELRULES_ARCH`` first), whatever architecture the rules judged
     for; with neither, nothing is precompiled (nothing can launch). Any problem becomes a
@@ -117,7 +119,12 @@ def precompile_before_timing(tuner: Any, *, jobs: int | None = None, timeout: fl
         def _bench(*args: Any, config: Any, **meta: Any) -> Any:
             if not ahead.ready(config):  # a repair the rules reject on its compiled facts
                 return list(CANNOT_LAUNCH)
-            return bench(*args, config=config, **meta)
+            twin = ahead.timed_twin(config)  # the same binary timed already (num_stages on a loop-free kernel)
+            if twin is not None:
+                return twin
+            timing = bench(*args, config=config, **meta)
+            ahead.record_timing(config, timing)
+            return timing
 
         tuner._bench = _bench
     return tuner

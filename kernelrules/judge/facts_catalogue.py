@@ -21,7 +21,8 @@ from typing import Optional
 #: Who produces a fact: ``status`` (how the facts were obtained: a prediction or a compile
 #: and its outcome), ``compiled`` (the analyzers and the occupancy and bank models, from one
 #: compile), ``predicted`` (the resource model only), ``both`` (compiled, and predicted
-#: before a compile), ``judged`` (the judging core, from a second compile of the config).
+#: before a compile), ``judged`` (the judging core: from a second compile of the config, or from
+#: the other configs judged with it).
 STAGES = ("status", "compiled", "predicted", "both", "judged")
 #: The targets that have a fact.
 VENDORS = ("any", "nvidia", "amd")
@@ -103,6 +104,9 @@ CATALOGUE: tuple[Fact, ...] = (
          "metadata.tmem_size (sm_100; 0 on other NVIDIA targets); predicted: the tcgen05 accumulators",
          vendor="nvidia", stage="both"),
     Fact("dot_count", "number of dots in the kernel", stage="both"),
+    Fact("loop_count", "scf.for / scf.while loops in the kernel's TTIR (none: num_stages changes nothing)"),
+    Fact("stage_twins_before", "configs before this one in the list judged with it that differ from it only in "
+         "num_stages and compiled", stage="judged"),
     Fact("dot_dims", "which constexpr sets each dimension of the largest dot: {m, n, k} -> name", stage="predicted"),
     Fact("dot_operand_bits", "bits per element of the largest dot's A operand", stage="both"),
     Fact("dot_fp32_fma", "a tl.dot lowered to scalar FMA (fp32 with input_precision='ieee')"),
@@ -190,7 +194,7 @@ def markdown() -> str:
         "",
         "Every name a rule may read as `facts.NAME`. *stage*: `status` (a prediction or a compile, and its "
         "outcome), `compiled` (read from one compile), `predicted` (the resource model only), `both`, `judged` "
-        "(from a second compile). *reported*: in `prune --format json` records (`prune`, also in check-config's "
+        "(from a second compile, or the other configs judged with it). *reported*: in `prune --format json` records (`prune`, also in check-config's "
         "JSON) or only in `check-config --format json`. See docs/analyzers.md for how each compiled fact is read.",
         "",
         "| fact | meaning | vendor | stage | reported |",

@@ -129,24 +129,44 @@ def compile_stage(judge: Judge, judging: ArchJudging) -> None:
 
 
 def compiled_stage(judge: Judge, judging: ArchJudging) -> None:
-    """Judge each compiled survivor again on its compiled facts."""
-    for record, result, need in judging.compiled:
+    """Judge each compiled survivor again on its compiled facts (with its stage twins before it)."""
+    twins = stage_twins_before([(r.verdict.config, res.ok) for r, res, _ in judging.compiled])
+    for (record, result, need), before in zip(judging.compiled, twins):
         config = record.verdict.config
         deferred = judging.deferred is not None
-        verdict, facts = _judge_compiled(judge, judging, config, result, need, record.facts, repair=not deferred)
+        extra = {"stage_twins_before": before} if result.ok else {}
+        verdict, facts = _judge_compiled(judge, judging, config, result, need, record.facts, repair=not deferred,
+                                         extra=extra)
         if verdict.rejected and deferred:
             # The repair search needs the model's predictions (and the dot's dimensions) after all.
             judging.learn_deferred()
-            verdict, facts = _judge_compiled(judge, judging, config, result, need, judging.predict(config))
+            verdict, facts = _judge_compiled(judge, judging, config, result, need, judging.predict(config),
+                                             extra=extra)
         verdict.stage = "compiled"
         record.verdict, record.facts = verdict, facts
 
 
+def stage_twins_before(configs: list[tuple[KernelConfig, bool]]) -> list[int]:
+    """For each (config, compiled ok) of a list, how many compiled configs before it differ from it only in
+    ``num_stages``: on a kernel without a loop they are the same binary (:mod:`kernelrules.compile.stage_twins`)."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for config, ok in configs:
+        key = config.replace({}, remove=["num_stages"]).key()
+        out.append(seen.get(key, 0))
+        if ok:
+            seen[key] = seen.get(key, 0) + 1
+    return out
+
+
 def _judge_compiled(judge: Judge, judging: ArchJudging, config: KernelConfig, result: CompileResult,
-                    need: Any, predicted: Mapping[str, Any], repair: bool = True) -> tuple[Verdict, dict[str, Any]]:
-    """One compiled config's verdict (a rejected one with its repair, unless ``repair`` is false) and facts."""
+                    need: Any, predicted: Mapping[str, Any], repair: bool = True,
+                    extra: Mapping[str, Any] | None = None) -> tuple[Verdict, dict[str, Any]]:
+    """One compiled config's verdict (a rejected one with its repair, unless ``repair`` is false) and facts
+    (with ``extra``: facts from the list the config was judged in)."""
     arch = judging.arch
     facts = compiled_facts(result, arch, num_warps=config.num_warps or 4, timeout=judge.timeout, predicted=predicted)
+    facts.update(extra or {})
     if need is not None and result.ok:
         facts["vgpr_need"] = need
     verdict = judge.engine.check(config, arch, kernel=judging.kernel, facts=facts, problem=judging.problem,

@@ -358,3 +358,52 @@ def test_idle_workers_are_stopped_and_a_later_use_starts_new_ones(tmp_path, monk
     assert second.ok and again is not pool and context.pools_made == 2
     context.close()
     assert context._idle_timer is None and context.workers == 0
+
+
+def test_num_stages_twins_of_a_loop_free_kernel_are_timed_once(tmp_path, monkeypatch):
+    """On a kernel without a loop, configs that differ only in num_stages are one binary: the first one of
+    each group is benchmarked, the others reuse its timing; other configs are benchmarked as usual."""
+    from fused_pointwise import fused_bias_gelu_residual
+    from standins import FakeTensor
+
+    fresh_caches(tmp_path, monkeypatch, "twins")
+    benched = []
+
+    def bench(self, *args, config, **meta):
+        benched.append((config.kwargs["XBLOCK"], config.num_stages))
+        return [float(len(benched))] * 3
+
+    monkeypatch.setattr(triton.runtime.autotuner.Autotuner, "_bench", bench)
+    listed = [triton.Config({"XBLOCK": b}, num_warps=4, num_stages=s) for b, s in
+              ((256, 1), (256, 2), (512, 2), (256, 3), (512, 3))]
+    tuner = kernelrules.autotune(listed, ["xnumel"])(fused_bias_gelu_residual.fn)
+    tuner.nargs = {"in_ptr0": FakeTensor(), "in_ptr1": FakeTensor(), "in_ptr2": FakeTensor(),
+                   "out_ptr0": FakeTensor(), "xnumel": 1 << 20, "hidden": 4096}
+    kept = tuner.prune_configs({})
+    tuner.nargs = None
+    tuner.kernelrules_compile_ahead.join()
+    timings = [tuner._bench(config=c) for c in kept]
+    assert sorted(benched) == [(256, 1), (512, 2)]  # one benchmark per group of twins
+    first = {b: t for (b, _), t in zip(benched, [[1.0] * 3, [2.0] * 3])}
+    assert [t for t in timings] == [first[c.kwargs["XBLOCK"]] for c in kept]
+    tuner.kernelrules_context.close()
+
+
+def test_num_stages_twins_of_a_kernel_with_a_loop_are_each_timed(tmp_path, monkeypatch):
+    fresh_caches(tmp_path, monkeypatch, "loop-twins")
+    benched = []
+
+    def bench(self, *args, config, **meta):
+        benched.append(config.num_stages)
+        return [1.0] * 3
+
+    monkeypatch.setattr(triton.runtime.autotuner.Autotuner, "_bench", bench)
+    listed = [triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_SIZE_M": 8}, num_warps=4, num_stages=s)
+              for s in (2, 3, 4)]
+    tuner = kernelrules.autotune(listed, ["M", "N", "K"])(matmul_kernel.fn)
+    kept = prune(tuner)
+    tuner.kernelrules_compile_ahead.join()
+    for config in kept:
+        tuner._bench(config=config)
+    assert sorted(benched) == [2, 3, 4]  # the K loop is pipelined differently: each is its own kernel
+    tuner.kernelrules_context.close()

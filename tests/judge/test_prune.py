@@ -160,3 +160,16 @@ def test_prune_cli_bad_space_is_one_line_exit_2(run_cli, small_space):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "fixd" in result.stderr and "small.space.yaml:" in result.stderr
+
+
+def test_stage_twins_before_counts_compiled_configs_that_differ_only_in_num_stages():
+    from kernelrules.config import KernelConfig
+    from kernelrules.judge.stages import stage_twins_before
+
+    def c(block, stages=None, warps=4):
+        return KernelConfig.from_dict({"BLOCK": block, "num_warps": warps, **({} if stages is None else {"num_stages": stages})})
+
+    listed = [(c(256, 1), True), (c(256, 2), True), (c(256), True), (c(256, 3), False), (c(256, 4), True),
+              (c(512, 2), True), (c(256, 2, warps=8), True), (c(256, 2), True)]
+    # an unset num_stages is a twin too; a failed compile answers nothing for the configs after it
+    assert stage_twins_before(listed) == [0, 1, 2, 3, 3, 0, 0, 4]

@@ -451,3 +451,41 @@ def test_the_api_reports_what_the_command_prints(run_cli, tmp_path, monkeypatch)
     shown = {(f.path, f.code, f.suppressed) for f in report.findings}
     assert ("softmax.py", "CFG002", True) in shown and ("fused_pointwise.py", "CFG001", False) in shown
     assert not any(f.code == "CFG004" for f in report.findings)
+
+
+STAGE_TWINS = '''\
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in (1, 2, 3)]
+                 + [triton.Config({"BLOCK": 512}, num_warps=4, num_stages=2)], key=["n"])
+@triton.jit
+def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=4, num_stages=s) for s in (1, 2, 3)], key=["n"])
+@triton.jit
+def row_sum(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr, tl.sum(acc))
+'''
+
+
+def test_num_stages_twins_of_a_loop_free_kernel_are_flagged_and_a_loop_is_not(run_cli, tmp_path):
+    """PIP002: on a kernel without a loop, the configs after the first of each num_stages group are the same
+    binary; a kernel with a loop is left alone (num_stages can pipeline it)."""
+    (tmp_path / "k.py").write_text(STAGE_TWINS)
+    result = run_cli("lint", "k.py", "--arch", "hopper", "--format", "json", "--cache-dir", "c")
+    kernels = {k["name"]: k for k in json.loads(result.stdout)["kernels"]}
+    flagged = {name: [(r["config"]["BLOCK"], r["config"]["num_stages"]) for r in k["results"]
+                      if any(d["code"] == "PIP002" for d in r["diagnostics"])] for name, k in kernels.items()}
+    assert flagged == {"scale": [(256, 2), (256, 3)], "row_sum": []}, result.stdout
+    messages = [d["message"] for r in kernels["scale"]["results"] for d in r["diagnostics"] if d["code"] == "PIP002"]
+    assert "num_stages=3 changes nothing" in messages[1] and "as 2 config(s) before it" in messages[1]
+    assert result.returncode == 0  # warnings only: under the default fail-on (error)
