@@ -14,7 +14,10 @@ Per candidate, in order, each step able to end it without a benchmark:
 6. the rules at the compiled stage (a cross-compile in the compile pool, in a background
    thread, overlapping the benchmarks in flight) -> ``rejected``, ``compile_error`` or
    ``compile_timeout``;
-7. a benchmark worker (one per GPU) compiles, checks against the reference and times
+7. the compiled stage showed a TTIR without a loop, and a config that differs only in
+   ``num_stages`` was timed already -> ``same_binary`` (``num_stages`` reaches only
+   Triton's loop passes: the same kernel; it is told the other's time, not timed again);
+8. a benchmark worker (one per GPU) compiles, checks against the reference and times
    it -> ``better``/``slower`` or a failure class.
 
 The benchmark workers start first and import torch and set up their GPUs while the rules
@@ -149,6 +152,8 @@ class Tuner:
         self.learned = LearnedConstraints()
         self.best_ms: float | None = None
         self.previous_ms: float | None = None
+        #: A timed config of a loop-free kernel by its key without num_stages: (trial, ms), for its stage twins.
+        self.timed_twins: dict[tuple, tuple[int, float]] = {}
         self.started = time.monotonic()
         if options.stage == "compiled":
             blocked = compiled_stage_blocked(self.space)
@@ -470,7 +475,13 @@ class Tuner:
         """Record a compiled-stage rejection; True when the candidate goes on to a benchmark."""
         candidate.judgement = judgement
         if judgement.passed:
-            return True
+            twin = self.timed_twins.get(_twin_key(candidate.config)) if judgement.facts.get("loop_count") == 0 else None
+            if twin is None:
+                return True
+            self._finish(candidate, "same_binary", stage="compile", facts=judgement.facts, same_binary_as=twin[0],
+                         error=f"the kernel has no loop: the same binary as trial {twin[0]}, which differs only in "
+                               f"num_stages; told its time", told_ms=twin[1])
+            return False
         if "CMP002" in judgement.codes:
             status = "compile_timeout"
         elif "CMP001" in judgement.codes:
@@ -494,6 +505,8 @@ class Tuner:
         timing = result["timing"]
         self._finish(candidate, "timed", stage="timed", facts=facts, gpu=gpu, timing=timing,
                      checks=result.get("checks"), compile_seconds=result.get("compile_seconds"))
+        if facts.get("loop_count") == 0:
+            self.timed_twins.setdefault(_twin_key(candidate.config), (candidate.trial.number, float(timing["ms"])))
 
     # -- records --------------------------------------------------------------------------
 
@@ -528,7 +541,8 @@ class Tuner:
             warnings = candidate.judgement.warnings if candidate.judgement else []
             record["bottleneck"] = bottlenecks(record["facts"], values, self.arch, self._programs(values), warnings)
         self.learned.observe(record)
-        self._tell(candidate, record, feasible)
+        told = record.get("told_ms")  # a stage twin's time (same_binary): feasible, at that time
+        self._tell(candidate, record, feasible or told is not None, value=told)
         return record
 
     def _duplicate(self, candidate: Candidate, owner: int) -> None:
@@ -661,6 +675,11 @@ def _records(study: Any) -> list[dict]:
     from .study import load_records
 
     return load_records(study)
+
+
+def _twin_key(config: KernelConfig) -> tuple:
+    """A config's identity without ``num_stages``: its stage twins share it."""
+    return config.replace({}, remove=["num_stages"]).key()
 
 
 def _key(config: KernelConfig) -> str:

@@ -14,6 +14,8 @@ Every trial ends in one status:
 ``timeout``               ran past the benchmark time limit (a hang): worker killed
 ``crash``                 the worker died another way
 ``launch_error``          any other exception at launch
+``same_binary``           the kernel has no loop and a config that differs only in
+                          ``num_stages`` was timed: the same binary, told that time
 ``duplicate``             another trial holds the same config (nothing timed twice)
 ``over_budget``           asked, but another process reached the ``--trials`` total first
 ``interrupted``           its process was killed; the config is queued again

@@ -71,7 +71,9 @@ def summary_lines(summary: Mapping[str, Any], notes: list[str]) -> list[str]:
     lines.append(f"space {f['space']}: {f['rejected']} rejected by rules" + (f" ({codes})" if codes else "")
                  + (f", {f['learned']} skipped by learned constraints" if f["learned"] else "")
                  + f", {f['failed']} failed" + (f" ({failed})" if failed else "")
-                 + f", {f['timed']} timed, {f['not_sampled']} not sampled"
+                 + f", {f['timed']} timed"
+                 + (f", {f['same_binary']} told a num_stages twin's time" if f.get("same_binary") else "")
+                 + f", {f['not_sampled']} not sampled"
                  + (f"; {f['duplicates']} duplicate proposals" if f["duplicates"] else "")
                  + (f"; {f['interrupted']} interrupted and retried" if f["interrupted"] else ""))
     stage = summary.get("config_stage") or {}

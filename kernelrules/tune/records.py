@@ -46,7 +46,7 @@ def final_records(records: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str
 
 
 def funnel(records: Iterable[Mapping[str, Any]], space_size: int) -> dict[str, Any]:
-    """space = rejected + learned + failed + timed + not_sampled, over distinct configs."""
+    """space = rejected + learned + failed + timed + same_binary + not_sampled, over distinct configs."""
     records = list(records)
     decided = final_records(records)
     statuses = Counter(r["status"] for r in decided.values())
@@ -61,6 +61,7 @@ def funnel(records: Iterable[Mapping[str, Any]], space_size: int) -> dict[str, A
         "failed": sum(failed.values()),
         "failed_by_class": failed,
         "timed": timed,
+        "same_binary": statuses["same_binary"],
         "not_sampled": space_size - len(decided),
         "trials": len(records),
         "duplicates": trial_statuses["duplicate"],

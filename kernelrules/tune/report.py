@@ -81,10 +81,11 @@ def plot_funnel(funnel: Mapping[str, Any]) -> str:
     import matplotlib.pyplot as plt
 
     labels = ["space", "rejected by rules", "learned constraints", *[f"failed: {k}" for k in funnel["failed_by_class"]],
-              "timed", "not sampled"]
+              "timed", "same binary as a timed one", "not sampled"]
     values = [funnel["space"], funnel["rejected"], funnel["learned"], *funnel["failed_by_class"].values(),
-              funnel["timed"], funnel["not_sampled"]]
-    colors = ["#444444", "#999999", "#bbbbbb", *["#d1242f"] * len(funnel["failed_by_class"]), "#1a7f37", "#e0e0e0"]
+              funnel["timed"], funnel.get("same_binary", 0), funnel["not_sampled"]]
+    colors = ["#444444", "#999999", "#bbbbbb", *["#d1242f"] * len(funnel["failed_by_class"]), "#1a7f37", "#8fc79a",
+              "#e0e0e0"]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1))
     ax.barh(range(len(labels))[::-1], values, color=colors)
     ax.set_yticks(range(len(labels))[::-1], labels)

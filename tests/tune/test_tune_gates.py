@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,42 @@ def test_a_users_harness_runs_the_kernel(tmp_path):
     assert {r["config"]["BLOCK"] for r in result.records} == {16, 32}
     assert all(r["checks"][-1]["sizes"] == {"n": 50} for r in result.records)
     assert result.summary["final"]["baseline"] == "harness" and result.summary["final"]["baseline_ms"] > 0
+
+
+STAGE_TWINS_SPACE = """\
+kernel: faulty.py:faulty_kernel
+signature: {x_ptr: "*fp32", y_ptr: "*fp32", n: 64}
+fixed: {FAULT: 0}
+space:
+  BLOCK: [16, 32]
+  num_stages: [1, 2, 3]
+problem:
+  n: 64
+  dtype: fp32
+  inputs: {x: [n]}
+  outputs: {y: [n]}
+  args: {x_ptr: x, y_ptr: y}
+  grid: cdiv(n, BLOCK)
+  reference: 2 * x
+  seeds: [0]
+"""
+
+
+def test_num_stages_twins_of_a_loop_free_kernel_are_told_the_first_ones_time(tmp_path):
+    """faulty.py with FAULT=0 has no loop: per BLOCK, the first config is timed and the configs that differ
+    from it only in num_stages are ``same_binary``, told its time (one candidate in flight at a time)."""
+    shutil.copy(FIXTURES / "faulty.py", tmp_path / "faulty.py")
+    (tmp_path / "twins.tune.yaml").write_text(STAGE_TWINS_SPACE)
+    result = tune(tmp_path / "twins.tune.yaml", arch="ampere", interpret=True, storage=str(tmp_path / "t.db"),
+                  sampler="grid", cache_dir=str(tmp_path / "cache"), lookahead=0, top_k=1, rounds=1)
+    by_block = {}
+    for record in sorted(result.records, key=lambda r: r["trial"]):
+        by_block.setdefault(record["config"]["BLOCK"], []).append(record)
+    for records in by_block.values():
+        first, *twins = records
+        assert first["status"] in ("better", "slower") and first["facts"]["loop_count"] == 0
+        assert [t["status"] for t in twins] == ["same_binary", "same_binary"]
+        assert all(t["same_binary_as"] == first["trial"] and t["told_ms"] == first["ms"] for t in twins)
+    f = result.summary["funnel"]
+    assert (f["timed"], f["same_binary"], f["not_sampled"]) == (2, 4, 0)
+    assert f["space"] == f["rejected"] + f["learned"] + f["failed"] + f["timed"] + f["same_binary"] + f["not_sampled"]
