@@ -69,7 +69,10 @@ class CompileAhead:
         signature, constexprs = launch_signature(jit_function(kernel), args)
         judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args, pool=_NO_POOL)
         prepared = [judge.prepare(c) for c in configs]
-        self._twin_key = {id(c): p.replace({}, remove=["num_stages"]).key() for c, p in zip(configs, prepared)}
+        params = getattr(jit_function(kernel), "params", None) or []
+        binds = any(getattr(p, "name", None) == "num_stages" for p in params)  # then no config has a stage twin
+        self._twin_key = {} if binds else {id(c): p.replace({}, remove=["num_stages"]).key()
+                                           for c, p in zip(configs, prepared)}
         self._loop_free, self._timed = set(), {}
         jobs = [judge.target.job(p, target_arch, self.timeout) for p in prepared]
         compiled = [self.context is not None and self.context.was_compiled(job) for job in jobs]
@@ -128,7 +131,7 @@ class CompileAhead:
                     unchecked = self.context is not None and self.context.check_deferred(job)
                     self.compiled += result.ok * len(by_job.get(id(job), ()))
                     for config, prepared in by_job.get(id(job), ()):
-                        if loop_free(result):
+                        if loop_free(result) and id(config) in self._twin_key:
                             self._loop_free.add(self._twin_key[id(config)])
                         if unchecked and not judge.passes_compiled(prepared, result):
                             self._rejected.add(id(config))

@@ -25,7 +25,9 @@ twins compile like any other config.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import re
 from typing import Any
 
@@ -51,6 +53,27 @@ def eligible(job: CompileJob, handle: Any, triton_cache_dir: str | None) -> bool
     if params is None:
         return False
     return not any(p.name == "num_stages" for p in params)
+
+
+def binds_num_stages(path: str, name: str) -> bool:
+    """Whether the function ``name`` in the file ``path`` has a parameter named ``num_stages``: a launch
+    binds the option's value to it, so its configs are not stage twins. True when the file cannot be read
+    or the function is not found (the safe answer: no twin)."""
+    return _binds_num_stages(str(path), name)
+
+
+@functools.lru_cache(maxsize=256)
+def _binds_num_stages(path: str, name: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            args = node.args
+            return any(a.arg == "num_stages" for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+    return True
 
 
 def answer_from(twin: CompileResult, job: CompileJob) -> CompileResult:

@@ -130,7 +130,11 @@ def compile_stage(judge: Judge, judging: ArchJudging) -> None:
 
 def compiled_stage(judge: Judge, judging: ArchJudging) -> None:
     """Judge each compiled survivor again on its compiled facts (with its stage twins before it)."""
+    from ..compile.stage_twins import binds_num_stages
+
     twins = stage_twins_before([(r.verdict.config, res.ok) for r, res, _ in judging.compiled])
+    if binds_num_stages(str(judge.target.path), judge.target.name):  # num_stages reaches the kernel itself
+        twins = [0] * len(twins)
     for (record, result, need), before in zip(judging.compiled, twins):
         config = record.verdict.config
         deferred = judging.deferred is not None

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..arch import load_arch
+from ..compile.stage_twins import binds_num_stages
 from ..config import KernelConfig
 from ..errors import KernelrulesError
 from ..space import load_space
@@ -154,6 +155,8 @@ class Tuner:
         self.previous_ms: float | None = None
         #: A timed config of a loop-free kernel by its key without num_stages: (trial, ms), for its stage twins.
         self.timed_twins: dict[tuple, tuple[int, float]] = {}
+        #: Whether a kernel parameter takes the num_stages option's value (then no config has a stage twin).
+        self.binds_num_stages = binds_num_stages(str(self.space.kernel_path), self.space.kernel_name)
         self.started = time.monotonic()
         if options.stage == "compiled":
             blocked = compiled_stage_blocked(self.space)
@@ -475,7 +478,8 @@ class Tuner:
         """Record a compiled-stage rejection; True when the candidate goes on to a benchmark."""
         candidate.judgement = judgement
         if judgement.passed:
-            twin = self.timed_twins.get(_twin_key(candidate.config)) if judgement.facts.get("loop_count") == 0 else None
+            loop_free = judgement.facts.get("loop_count") == 0 and not self.binds_num_stages
+            twin = self.timed_twins.get(_twin_key(candidate.config)) if loop_free else None
             if twin is None:
                 return True
             self._finish(candidate, "same_binary", stage="compile", facts=judgement.facts, same_binary_as=twin[0],
@@ -505,7 +509,7 @@ class Tuner:
         timing = result["timing"]
         self._finish(candidate, "timed", stage="timed", facts=facts, gpu=gpu, timing=timing,
                      checks=result.get("checks"), compile_seconds=result.get("compile_seconds"))
-        if facts.get("loop_count") == 0:
+        if facts.get("loop_count") == 0 and not self.binds_num_stages:
             self.timed_twins.setdefault(_twin_key(candidate.config), (candidate.trial.number, float(timing["ms"])))
 
     # -- records --------------------------------------------------------------------------

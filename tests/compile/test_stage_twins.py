@@ -204,3 +204,14 @@ def test_cache_stats_see_the_twin_group(kernels, tmp_path):
                                       "seconds_beyond_one_per_group": figures["stage_twins"]["seconds_beyond_one_per_group"]}
     assert figures["ldl_stl_reader"] == {"agree": 3, "disagree": 0, "declined": 0}
     assert figures["duplicate_cubins"]["entries"] == 1
+
+
+def test_a_kernel_parameter_named_num_stages_rules_out_twins(tmp_path):
+    from kernelrules.compile.stage_twins import binds_num_stages
+
+    path = tmp_path / "k.py"
+    path.write_text("import triton\n\n@triton.jit\ndef plain(x, BLOCK):\n    pass\n\n"
+                    "@triton.jit\ndef takes(x, num_stages: int = 2):\n    pass\n")
+    assert not binds_num_stages(str(path), "plain")
+    assert binds_num_stages(str(path), "takes")
+    assert binds_num_stages(str(path), "missing") and binds_num_stages(str(tmp_path / "none.py"), "plain")
