@@ -122,16 +122,20 @@ class _Session:
 
         result: dict[str, Any] = {"status": "ok"}
         phase = "compile"
+        began = time.perf_counter()
+        seconds = result["phase_seconds"] = {}  # where a trial's time went: inputs, compile, check, time
         try:
             self.phase("compile")
             tensors, _, _ = self.case(self.spec.sizes, self.spec.seeds[0])
             start = time.perf_counter()
+            seconds["inputs"] = round(start - began, 3)
             compiled = None
             if not self.settings.interpret and not self.spec.harness:
                 compiled = self.runner.launch(config, tensors, self.spec.sizes, warmup=True)
-            result["compile_seconds"] = round(time.perf_counter() - start, 3)
+            result["compile_seconds"] = seconds["compile"] = round(time.perf_counter() - start, 3)
             phase = "check"
             self.phase("check")
+            start = time.perf_counter()
             rtol, atol = tolerance_for(self.spec.precision_dtype(), self.spec.tolerance)
             checks = []
             cases = [(self.spec.sizes, s) for s in self.spec.seeds]
@@ -154,7 +158,10 @@ class _Session:
             result["launch_facts"] = _launch_facts(compiled)
             phase = "time"
             self.phase("time")
+            seconds["check"] = round(time.perf_counter() - start, 3)
+            start = time.perf_counter()
             result["timing"] = self._time(config).to_json()
+            seconds["time"] = round(time.perf_counter() - start, 3)
         except BaseException as exc:  # noqa: BLE001 - classify, report, and let the driver decide
             failure = classify_exception(exc, phase)
             result.update(status=failure, phase=phase, error=summary(f"{type(exc).__name__}: {exc}"),

@@ -155,6 +155,8 @@ class Tuner:
         self.previous_ms: float | None = None
         #: A timed config of a loop-free kernel by its key without num_stages: (trial, ms), for its stage twins.
         self.timed_twins: dict[tuple, tuple[int, float]] = {}
+        #: When each start-up step ended, in seconds from the start (``_mark``).
+        self.startup: dict[str, float] = {}
         #: Whether a kernel parameter takes the num_stages option's value (then no config has a stage twin).
         self.binds_num_stages = binds_num_stages(str(self.space.kernel_path), self.space.kernel_name)
         self.started = time.monotonic()
@@ -302,9 +304,12 @@ class Tuner:
         try:
             workers = self._start_workers()
             self.workers = workers
+            self._mark("workers_started")
             warm_sampler_imports(o.sampler)
             self._open()
+            self._mark("study_opened")
             judged = self.gate.prejudge(self.configs)
+            self._mark("space_judged")
             rejected = [j for j in judged.values() if not j.passed]
             self.config_stage = {"space": len(self.configs), "rejected": len(rejected),
                                  "codes": dict(collections.Counter(c for j in rejected for c in j.codes))}
@@ -314,7 +319,9 @@ class Tuner:
                 first = first_compiles(seeds, len(workers) + o.lookahead, self._compiled_first)
                 if first:
                     executor.submit(self.gate.compiled, first)
+            self._mark("seeded")
             self._await_workers(workers)
+            self._mark("workers_ready")
             self._loop(workers, executor)
             if self.deferred_count:
                 self.notes.append(f"{self.deferred_count} config(s) predicted to spill registers were compiled and "
@@ -336,6 +343,10 @@ class Tuner:
             if hasattr(self, "heartbeat"):
                 self.heartbeat.stop()
             self.gate.close()
+
+    def _mark(self, step: str) -> None:
+        """Seconds from the run's start to the end of a start-up step (the summary's ``startup``)."""
+        self.startup[f"{step}_s"] = round(time.monotonic() - self.started, 3)
 
     def _time_out(self) -> bool:
         return self.options.time_budget is not None and time.monotonic() - self.started >= self.options.time_budget
@@ -508,7 +519,8 @@ class Tuner:
             return
         timing = result["timing"]
         self._finish(candidate, "timed", stage="timed", facts=facts, gpu=gpu, timing=timing,
-                     checks=result.get("checks"), compile_seconds=result.get("compile_seconds"))
+                     checks=result.get("checks"), compile_seconds=result.get("compile_seconds"),
+                     phase_seconds=result.get("phase_seconds"))
         if facts.get("loop_count") == 0 and not self.binds_num_stages:
             self.timed_twins.setdefault(_twin_key(candidate.config), (candidate.trial.number, float(timing["ms"])))
 
@@ -666,7 +678,7 @@ class Tuner:
             "funnel": rec.funnel(records, len(self.configs)), "rejected_codes": rec.rejected_codes(records),
             "config_stage": self.config_stage, "best": [brief(r) for r in rec.best(records, 10)],
             "final": final, "gaps": rec.gaps(records), "learned": self.learned.describe(), "flops": self.flops,
-            "elapsed_s": round(time.monotonic() - self.started, 3),
+            "elapsed_s": round(time.monotonic() - self.started, 3), "startup": dict(self.startup),
         }
         winner = (final or {}).get("winner") or (summary_["best"][0] if summary_["best"] else None)
         if winner:

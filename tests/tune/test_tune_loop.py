@@ -44,6 +44,18 @@ def test_every_config_of_the_space_is_accounted_for(run):
     assert all(r["config"]["num_warps"] != 6 for r in timed)
 
 
+def test_the_summary_says_when_each_startup_step_ended_and_a_trial_where_its_time_went(run):
+    _folder, result = run
+    steps = ["workers_started_s", "study_opened_s", "space_judged_s", "seeded_s", "workers_ready_s"]
+    startup = result.summary["startup"]
+    assert list(startup) == steps
+    assert all(0 <= startup[a] <= startup[b] for a, b in zip(steps, steps[1:]))
+    first = min((r for r in result.records if r["status"] in ("better", "slower")), key=lambda r: r["elapsed_s"])
+    assert startup["workers_ready_s"] <= first["elapsed_s"]
+    assert set(first["phase_seconds"]) == {"inputs", "compile", "check", "time"}
+    assert all(v >= 0 for v in first["phase_seconds"].values())
+
+
 def test_the_perf_models_best_guesses_go_first(run):
     _folder, result = run
     seeded = sorted(r["trial"] for r in result.records if r.get("seeded") == "perf_model")
