@@ -191,6 +191,7 @@ def _entry_lines(text: str) -> list[int]:
     if match is None:
         return []
     decoder, lines, i = json.JSONDecoder(), [], match.end()
+    line, counted = 1, 0  # newlines before ``counted``, counted once (not from the start for every entry)
     while True:
         while i < len(text) and text[i] in " \t\r\n,":
             i += 1
@@ -200,7 +201,8 @@ def _entry_lines(text: str) -> list[int]:
             _value, end = decoder.raw_decode(text, i)
         except ValueError:
             return lines
-        lines.append(text.count("\n", 0, i) + 1)
+        line, counted = line + text.count("\n", counted, i), i
+        lines.append(line)
         i = end
 
 

@@ -103,11 +103,15 @@ class TableLinter:
 
         groups: dict[tuple, list] = defaultdict(list)
         specs: dict[tuple, dict] = {}
+        inferred: dict[tuple, Any] = {}  # entries with the same launch values share one inference
         runtime = {p.name for p in self.kernel.runtime_params}
         for entry in entries:
             spec = {k: v for k, v in entry.key.items() if k in runtime}
             spec.update({k: "*" + TORCH_TO_TRITON.get(v, v) for k, v in (entry.dtypes or {}).items() if k in runtime})
-            signature = infer_signature(self.kernel, spec=spec, use_sidecar=True)
+            known = tuple(sorted(spec.items(), key=str))
+            if known not in inferred:
+                inferred[known] = infer_signature(self.kernel, spec=spec, use_sidecar=True)
+            signature = inferred[known]
             if not signature.complete:
                 self.finding("LNT001", entry, f"{entry.describe()}: not judged: no launch signature for "
                                               f"{', '.join(signature.missing)}; write a spec ('kernelrules spec')")
