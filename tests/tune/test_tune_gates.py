@@ -65,8 +65,10 @@ problem:
 
 
 def test_num_stages_twins_of_a_loop_free_kernel_are_told_the_first_ones_time(tmp_path):
-    """faulty.py with FAULT=0 has no loop: per BLOCK, the first config is timed and the configs that differ
-    from it only in num_stages are ``same_binary``, told its time (one candidate in flight at a time)."""
+    """faulty.py with FAULT=0 has no loop: once a config of a num_stages group is timed, the group's configs judged
+    after it are ``same_binary``, told its time. With one candidate waiting besides the one being timed
+    (``lookahead=0``), a twin compiled while the first is still timed is timed too, so each group of three has
+    at most two timed and at least one ``same_binary``."""
     shutil.copy(FIXTURES / "faulty.py", tmp_path / "faulty.py")
     (tmp_path / "twins.tune.yaml").write_text(STAGE_TWINS_SPACE)
     result = tune(tmp_path / "twins.tune.yaml", arch="ampere", interpret=True, storage=str(tmp_path / "t.db"),
@@ -75,10 +77,11 @@ def test_num_stages_twins_of_a_loop_free_kernel_are_told_the_first_ones_time(tmp
     for record in sorted(result.records, key=lambda r: r["trial"]):
         by_block.setdefault(record["config"]["BLOCK"], []).append(record)
     for records in by_block.values():
-        first, *twins = records
-        assert first["status"] in ("better", "slower") and first["facts"]["loop_count"] == 0
-        assert [t["status"] for t in twins] == ["same_binary", "same_binary"]
-        assert all(t["same_binary_as"] == first["trial"] and t["told_ms"] == first["ms"] for t in twins)
+        timed = {r["trial"]: r for r in records if r["status"] in ("better", "slower")}
+        told = [r for r in records if r["status"] == "same_binary"]
+        assert len(records) == 3 and 1 <= len(timed) <= 2 and len(told) == 3 - len(timed)
+        assert all(r["facts"]["loop_count"] == 0 for r in timed.values())
+        assert all(t["same_binary_as"] in timed and t["told_ms"] == timed[t["same_binary_as"]]["ms"] for t in told)
     f = result.summary["funnel"]
-    assert (f["timed"], f["same_binary"], f["not_sampled"]) == (2, 4, 0)
+    assert f["timed"] + f["same_binary"] == 6 and f["same_binary"] >= 2 and f["not_sampled"] == 0
     assert f["space"] == f["rejected"] + f["learned"] + f["failed"] + f["timed"] + f["same_binary"] + f["not_sampled"]
