@@ -93,36 +93,9 @@ def held_timer(torch, sleep_cycles: int, reps: int, before_flush: bool = False):
 
 def prehold_runs(fn, *, warmup_ms: float = 25.0, rep_ms: float = 100.0, hold_us: float = HOLD_US) -> list[float]:
     """``kernelrules.tune.timing.held_runs`` with the hold before the flush instead of after it."""
-    import torch
-
     from kernelrules.tune import timing
 
-    cuda = torch.cuda
-    flush, clear = timing._flush_buffer(torch)
-    cycles = int(hold_us * 1e-6 * timing._clock_hz(torch))
-    fn()
-    cuda.synchronize()
-    first, last = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
-    first.record()
-    for _ in range(5):
-        clear(flush)
-        fn()
-    last.record()
-    cuda.synchronize()
-    estimate = max(first.elapsed_time(last) / 5, 1e-6)
-    for _ in range(max(1, int(warmup_ms / estimate))):
-        fn()
-    runs = max(1, int(rep_ms / (estimate + hold_us * 1e-3)))
-    starts = [cuda.Event(enable_timing=True) for _ in range(runs)]
-    ends = [cuda.Event(enable_timing=True) for _ in range(runs)]
-    for start, end in zip(starts, ends):
-        cuda._sleep(cycles)
-        clear(flush)
-        start.record()
-        fn()
-        end.record()
-    cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+    return timing.held_runs(fn, warmup_ms=warmup_ms, rep_ms=rep_ms, hold_us=hold_us, hold_before_flush=True)
 
 
 def product_timer(timer: str):

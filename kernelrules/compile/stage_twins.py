@@ -28,20 +28,18 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import re
 from typing import Any
 
+from ..config import KernelConfig
 from .compilejob import CompileJob, CompileResult
-
-#: A loop in TTIR: the only ops the passes that read ``num_stages`` work on.
-_LOOP = re.compile(r"\bscf\.(?:for|while)\b")
-
 
 def loop_free(result: CompileResult) -> bool | None:
     """Whether a successful compile's TTIR has no loop; None when there is no TTIR to read."""
     if not result.ok or "ttir" not in result.asm:
         return None
-    return _LOOP.search(result.asm["ttir"]) is None
+    from ..analyzers.facts_extract import loop_count
+
+    return loop_count(result.asm["ttir"]) == 0
 
 
 def eligible(job: CompileJob, handle: Any, triton_cache_dir: str | None) -> bool:
@@ -52,7 +50,17 @@ def eligible(job: CompileJob, handle: Any, triton_cache_dir: str | None) -> bool
     params = getattr(getattr(handle, "fn", None), "params", None)
     if params is None:
         return False
-    return not any(p.name == "num_stages" for p in params)
+    return not takes_num_stages(params)
+
+
+def takes_num_stages(params: Any) -> bool:
+    """Whether a jit function's parameters include ``num_stages`` (a launch binds the option to it)."""
+    return any(getattr(p, "name", None) == "num_stages" for p in params)
+
+
+def twin_key(config: KernelConfig) -> tuple:
+    """A config's identity without ``num_stages``: the key its stage twins share."""
+    return config.replace({}, remove=["num_stages"]).key()
 
 
 def binds_num_stages(path: str, name: str) -> bool:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..arch import load_arch
-from ..compile.stage_twins import binds_num_stages
+from ..compile.stage_twins import binds_num_stages, twin_key
 from ..config import KernelConfig
 from ..errors import KernelrulesError
 from ..space import load_space
@@ -490,7 +490,7 @@ class Tuner:
         candidate.judgement = judgement
         if judgement.passed:
             loop_free = judgement.facts.get("loop_count") == 0 and not self.binds_num_stages
-            twin = self.timed_twins.get(_twin_key(candidate.config)) if loop_free else None
+            twin = self.timed_twins.get(twin_key(candidate.config)) if loop_free else None
             if twin is None:
                 return True
             self._finish(candidate, "same_binary", stage="compile", facts=judgement.facts, same_binary_as=twin[0],
@@ -522,7 +522,7 @@ class Tuner:
                      checks=result.get("checks"), compile_seconds=result.get("compile_seconds"),
                      phase_seconds=result.get("phase_seconds"))
         if facts.get("loop_count") == 0 and not self.binds_num_stages:
-            self.timed_twins.setdefault(_twin_key(candidate.config), (candidate.trial.number, float(timing["ms"])))
+            self.timed_twins.setdefault(twin_key(candidate.config), (candidate.trial.number, float(timing["ms"])))
 
     # -- records --------------------------------------------------------------------------
 
@@ -691,11 +691,6 @@ def _records(study: Any) -> list[dict]:
     from .study import load_records
 
     return load_records(study)
-
-
-def _twin_key(config: KernelConfig) -> tuple:
-    """A config's identity without ``num_stages``: its stage twins share it."""
-    return config.replace({}, remove=["num_stages"]).key()
 
 
 def _key(config: KernelConfig) -> str:

@@ -137,10 +137,11 @@ def measure(fn: Callable[[], Any], *, interpret: bool = False, warmup_ms: float 
 
 
 def held_runs(fn: Callable[[], Any], *, warmup_ms: float = 25.0, rep_ms: float = 100.0, hold_us: float = HOLD_US,
-              torch: Any = None) -> list[float]:
+              torch: Any = None, hold_before_flush: bool = False) -> list[float]:
     """Run times in ms of ``fn`` on the current GPU: do_bench's loop with a GPU-side hold before each
     start event (see the module's docstring). About ``warmup_ms`` of warm-up runs, then as many timed
-    runs as fit in ``rep_ms`` with their flush and hold (at least one)."""
+    runs as fit in ``rep_ms`` with their flush and hold (at least one). ``hold_before_flush`` holds
+    first and flushes after, the variant ``benchmarks/h200_timer_check.py`` measured and found no better."""
     if torch is None:
         import torch
     cuda = torch.cuda
@@ -162,8 +163,12 @@ def held_runs(fn: Callable[[], Any], *, warmup_ms: float = 25.0, rep_ms: float =
     starts = [cuda.Event(enable_timing=True) for _ in range(runs)]
     ends = [cuda.Event(enable_timing=True) for _ in range(runs)]
     for start, end in zip(starts, ends):
-        clear(flush)
-        cuda._sleep(cycles)
+        if hold_before_flush:
+            cuda._sleep(cycles)
+            clear(flush)
+        else:
+            clear(flush)
+            cuda._sleep(cycles)
         start.record()
         fn()
         end.record()
