@@ -89,6 +89,8 @@ def run_method(method: str, repeat: int, args) -> dict:
                   cache_dir=str(folder / "compile-cache"),
                   study_name=f"{method}-{repeat}", top_k=args.top_k, rounds=args.rounds,
                   bench_timeout=args.bench_timeout, jobs=args.jobs)
+    if args.timer:
+        common["timer"] = args.timer
     if method == "kernelrules":
         options = TuneOptions(**common, sampler="auto", stage=args.stage)
     elif method == "tpe-raw":
@@ -102,7 +104,8 @@ def run_method(method: str, repeat: int, args) -> dict:
     result = Tuner(args.space, options).run()
     return {"method": method, "repeat": repeat, "wall_s": time.time() - started,
             "summary": portable(result.summary, Path(args.out)),
-            "records": [{k: r.get(k) for k in ("trial", "status", "ms", "elapsed_s", "config")}
+            "records": [{k: r.get(k) for k in ("trial", "status", "ms", "elapsed_s", "config", "phase_seconds",
+                                                         "same_binary_as")}
                         for r in result.records]}
 
 
@@ -250,6 +253,7 @@ def main() -> None:
     parser.add_argument("--arch", default=None)
     parser.add_argument("--stage", default="compiled")
     parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--timer", default=None, help="held or do_bench (kernelrules tune --timer); default: tune's")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--bench-timeout", type=float, default=60.0)
