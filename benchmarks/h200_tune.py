@@ -105,7 +105,7 @@ def run_method(method: str, repeat: int, args) -> dict:
     return {"method": method, "repeat": repeat, "wall_s": time.time() - started,
             "summary": portable(result.summary, Path(args.out)),
             "records": [{k: r.get(k) for k in ("trial", "status", "ms", "elapsed_s", "config", "phase_seconds",
-                                                         "same_binary_as")}
+                                               "same_binary_as")}
                         for r in result.records]}
 
 

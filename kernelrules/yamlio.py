@@ -48,12 +48,24 @@ class LocatedDocument:
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _where(mark: Any) -> Location:
-    return (mark.line + 1, mark.column + 1)
+def _where(mark: Any) -> tuple[int | None, int | None]:
+    """A mark's 1-based (line, column); (None, None) for no mark."""
+    return (mark.line + 1, mark.column + 1) if mark else (None, None)
 
 
 def _constructor_error(problem: str, mark: Any) -> yaml.constructor.ConstructorError:
     return yaml.constructor.ConstructorError(None, None, problem, mark)
+
+
+@dataclass
+class _Frame:
+    """An open mapping or sequence: where it sits and, for a mapping, the key read but not yet placed."""
+
+    container: Any
+    path: DocPath
+    key: Any = None
+    key_mark: Any = None
+    expecting_key: bool = True
 
 
 #: Tags whose safe constructor is a plain function of a scalar node (the others, and unknown tags,
@@ -75,8 +87,7 @@ class _Builder:
         self.positions: dict[DocPath, Location] = {}
         self.resolver = yaml.resolver.Resolver()
         self.constructor = yaml.constructor.SafeConstructor()  # for its plain scalar constructors only
-        # a frame: [container, path, pending key (mappings), the pending key's mark, key expected]
-        self.stack: list[list[Any]] = []
+        self.stack: list[_Frame] = []
         self.documents = 0
         self.data: Any = None
 
@@ -88,7 +99,7 @@ class _Builder:
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 self._open({} if kind is yaml.MappingStartEvent else [], event)
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                self._close(self.stack.pop()[0])
+                self._close(self.stack.pop().container)
             elif kind is yaml.AliasEvent:
                 raise self.error(f"YAML aliases (*{event.anchor}) are not accepted: write the value out",
                                  **self._at(event.start_mark))
@@ -100,18 +111,17 @@ class _Builder:
         return self.data
 
     def _at(self, mark: Any) -> dict[str, Any]:
-        return {"path": self.source, "line": mark.line + 1 if mark else None,
-                "column": mark.column + 1 if mark else None}
+        line, column = _where(mark)
+        return {"path": self.source, "line": line, "column": column}
 
     def _path(self) -> DocPath | None:
         """Where the next node goes; None for a mapping key."""
         if not self.stack:
             return ()
         frame = self.stack[-1]
-        container, path = frame[0], frame[1]
-        if isinstance(container, list):
-            return path + (len(container),)
-        return None if frame[4] else path + (frame[2],)
+        if isinstance(frame.container, list):
+            return frame.path + (len(frame.container),)
+        return None if frame.expecting_key else frame.path + (frame.key,)
 
     def _open(self, container: Any, event: Any) -> None:
         path = self._path()
@@ -120,7 +130,7 @@ class _Builder:
         if len(self.stack) >= MAX_DEPTH:
             raise self.error(f"nesting deeper than {MAX_DEPTH} levels", **self._at(event.start_mark))
         self.positions[path] = _where(event.start_mark)
-        self.stack.append([container, path, None, None, True, event.start_mark])
+        self.stack.append(_Frame(container, path))
 
     def _close(self, container: Any) -> None:
         if not self.stack:
@@ -134,10 +144,10 @@ class _Builder:
             self.data = value
             return
         frame = self.stack[-1]
-        if isinstance(frame[0], dict) and frame[4]:
-            if value in frame[0]:
+        if isinstance(frame.container, dict) and frame.expecting_key:
+            if value in frame.container:
                 raise _constructor_error(f"duplicate key {value!r}", event.start_mark)
-            frame[2], frame[3], frame[4] = value, event.start_mark, False
+            frame.key, frame.key_mark, frame.expecting_key = value, event.start_mark, False
             return
         self.positions[self._path()] = _where(event.start_mark)
         self._place(value)
@@ -145,17 +155,15 @@ class _Builder:
     def _place(self, value: Any) -> None:
         """Put a finished value into the innermost open container."""
         frame = self.stack[-1]
-        container = frame[0]
-        if isinstance(container, list):
-            container.append(value)
+        if isinstance(frame.container, list):
+            frame.container.append(value)
             return
-        key = frame[2]
-        value_at = self.positions[frame[1] + (key,)]
-        container[key] = value
+        at = frame.path + (frame.key,)
+        frame.container[frame.key] = value
         # A key's own position is more useful than its value's for messages.
-        self.positions[frame[1] + (key,)] = _where(frame[3])
-        self.positions[frame[1] + (key, "<value>")] = value_at
-        frame[2], frame[3], frame[4] = None, None, True
+        self.positions[at + ("<value>",)] = self.positions[at]
+        self.positions[at] = _where(frame.key_mark)
+        frame.key, frame.key_mark, frame.expecting_key = None, None, True
 
     def _scalar(self, event: Any) -> Any:
         tag, value = event.tag, event.value
@@ -163,19 +171,19 @@ class _Builder:
                 and (value[0] != "0" or value == "0"):
             return int(value)  # a plain decimal integer, the commonest scalar (YAML 1.1 reads 012 as octal)
         if tag is None or tag == "!":
-            tag = self.resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = self.resolver.resolve(yaml.ScalarNode, value, event.implicit)
         if tag == "tag:yaml.org,2002:str":
-            return event.value
+            return value
         if tag == "tag:yaml.org,2002:merge":
             raise self.error("YAML merge keys (<<) and aliases are not accepted: write the keys out",
                              **self._at(event.start_mark))
-        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
         try:
             if tag in _PLAIN_TAGS:  # a plain function of the node: no per-node bookkeeping
                 return self.constructor.yaml_constructors[tag](self.constructor, node)
             return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
         except ValueError as exc:  # an integer of thousands of digits, a float PyYAML cannot convert
-            raise _constructor_error(f"cannot convert {event.value[:40]!r}: {str(exc)[:120]}",
+            raise _constructor_error(f"cannot convert {value[:40]!r}: {str(exc)[:120]}",
                                      event.start_mark) from None
 
 
