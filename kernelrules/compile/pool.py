@@ -28,7 +28,9 @@ stdout/stderr aside at start so that nothing Triton, LLVM or ptxas prints can co
 channel; what a failing compile printed is returned in :attr:`CompileResult.log`.
 
 Callers that know which jobs they will ask for next can offer them (:meth:`CompilePool.compile_ahead`):
-those compile on workers no asked-for job needs (:mod:`kernelrules.compile.speculation`).
+those compile on workers no asked-for job needs (:mod:`kernelrules.compile.speculation`). A caller
+that asks for jobs one at a time while others compile (``kernelrules tune``) hands them over through
+a :class:`kernelrules.compile.feed.JobFeed` that one long ``run`` reads.
 
 Why over 400 lines: the pool's whole protocol (start, hand out, collect, restart) reads best in one
 place; the worker side is compile_worker.py and process supervision is workers.py.
@@ -49,6 +51,7 @@ from typing import Callable, Iterable, Iterator
 
 from .compile_worker import HEADER, READY, frame, job_views, write_all
 from .compilejob import CompileJob, CompileResult
+from .feed import JobFeed
 from .speculation import Speculation
 from .stage_twins import StageTwins, eligible
 from .triton_key import ParentTritonKey
@@ -269,16 +272,19 @@ class CompilePool:
         """Between runs, file the answers of compiles ahead that are over, without waiting, so their
         workers are free again (between runs every job on a worker was started ahead)."""
         finished = [item for selector_key, _ in self._selector.select(timeout=0)
-                    for item in self._read(selector_key.data)] + self._expire()
+                    if isinstance(selector_key.data, _Worker) for item in self._read(selector_key.data)] + self._expire()
         for job, result, _key in finished:
             if self._ahead.owns(job):
                 self._finish_ahead(job, result, {}, [])
 
-    def run(self, jobs: Iterable[CompileJob], progress: ProgressHook | None = None, *,
+    def run(self, jobs: Iterable[CompileJob] | JobFeed, progress: ProgressHook | None = None, *,
             cache: object | None = _POOL_DEFAULT,
             triton_cache_dir: str | None = _POOL_DEFAULT) -> Iterator[tuple[CompileJob, CompileResult]]:  # type: ignore[assignment]
         """Yield ``(job, result)`` for every job, in the order they finish.
 
+        ``jobs`` is a list known up front, or a :class:`kernelrules.compile.feed.JobFeed` another
+        thread puts jobs into while this runs: each is started as soon as a worker is free, and
+        the run ends when the feed is closed and every job taken is answered.
         Cache hits and jobs whose spec is invalid are answered without a worker.
         Never hangs: every compile has a deadline and every worker death is reported.
         ``cache`` and ``triton_cache_dir`` replace the pool's own for these jobs.
@@ -289,16 +295,61 @@ class CompilePool:
         cache = self.cache if cache is _POOL_DEFAULT else cache
         shared_dir = self.triton_cache_dir if triton_cache_dir is _POOL_DEFAULT else triton_cache_dir
         self._start_failures = 0
-        pending = list(jobs)
-        total, done = len(pending), 0
+        feed = jobs if isinstance(jobs, JobFeed) else None
+        pending = [] if feed is not None else list(jobs)  # type: ignore[arg-type]
+        progress_count = [len(pending), 0]  # total, done
         queue: list[tuple[CompileJob, str | None]] = []
         awaiting: dict[str, list[CompileJob]] = {}  # cache key -> asked-for jobs a compile ahead will answer
-        for job in pending:
-            answered, key = self._answer_early(job, cache, shared_dir)
-            if answered is not None:
-                done += 1
-                self._report(hook, done, total, job, answered)
-                yield job, answered
+        if feed is not None:
+            self._selector.register(feed.signal.fileno(), selectors.EVENT_READ, feed)
+
+        def more() -> bool:
+            return bool(queue or awaiting or self._asked_busy() or (feed is not None and feed.open))
+
+        def report(job: CompileJob, result: CompileResult) -> tuple[CompileJob, CompileResult]:
+            progress_count[1] += 1
+            self._report(hook, progress_count[1], max(progress_count), job, result)
+            return job, result
+
+        try:
+            for job, result in self._intake(pending, cache, shared_dir, queue, awaiting):
+                yield report(job, result)
+            while more() and not (feed is not None and feed.abandoned):
+                # Every answer of the batch is filed before the first is yielded: a caller may stop iterating
+                # at any yield, and an answer to a compile ahead must never be lost (a later run waits for it).
+                answered: list[tuple[CompileJob, CompileResult]] = []
+                if feed is not None:
+                    taken = feed.take()
+                    progress_count[0] += len(taken)
+                    answered += self._intake(taken, cache, shared_dir, queue, awaiting)
+                answered += self._answer_twins(queue, cache)
+                if more():  # (else stage twins answered every job left)
+                    self._fill_workers(queue, shared_dir)
+                    answered += self._file(self._wait(), cache, awaiting, queue)
+                for job, result in answered:
+                    yield report(job, result)
+                if self._start_failures >= MAX_START_FAILURES:
+                    for job, _key in queue:
+                        yield report(job, CompileResult.failure(
+                            "internal", "compile workers fail to start", self._start_error or "no output"))
+                    queue.clear()
+        finally:
+            if feed is not None:
+                self._selector.unregister(feed.signal.fileno())
+            for worker in list(self._workers):
+                if worker.job is not None and not self._ahead.owns(worker.job):  # abandoned mid-run: stale
+                    self._retire(worker)
+
+    def _intake(self, jobs: list[CompileJob], cache: object | None, shared_dir: str | None,
+                queue: list[tuple[CompileJob, str | None]],
+                awaiting: dict[str, list[CompileJob]]) -> list[tuple[CompileJob, CompileResult]]:
+        """Answer what needs no worker (cache hits, spec errors, known timeouts), attach jobs a compile ahead
+        will answer, queue the rest; return the answered."""
+        answered = []
+        for job in jobs:
+            result, key = self._answer_early(job, cache, shared_dir)
+            if result is not None:
+                answered.append((job, result))
             elif key is not None and cache is self.cache and self._ahead.is_running(key):
                 awaiting.setdefault(key, []).append(job)
                 self._ahead.claim(key)
@@ -306,31 +357,7 @@ class CompilePool:
                 if key is not None:
                     self._ahead.withdraw(key)
                 queue.append((job, key))
-        try:
-            while queue or awaiting or self._asked_busy():
-                # Every answer of the batch is filed before the first is yielded: a caller may stop iterating
-                # at any yield, and an answer to a compile ahead must never be lost (a later run waits for it).
-                answered: list[tuple[CompileJob, CompileResult]] = self._answer_twins(queue, cache)
-                if queue or awaiting or self._asked_busy():  # (else stage twins answered every job left)
-                    self._fill_workers(queue, shared_dir)
-                    answered += self._file(self._wait(), cache, awaiting, queue)
-                for job, result in answered:
-                    done += 1
-                    self._report(hook, done, total, job, result)
-                    yield job, result
-                if self._start_failures >= MAX_START_FAILURES:
-                    for job, _key in queue:
-                        done += 1
-                        result = CompileResult.failure(
-                            "internal", "compile workers fail to start", self._start_error or "no output"
-                        )
-                        self._report(hook, done, total, job, result)
-                        yield job, result
-                    queue.clear()
-        finally:
-            for worker in list(self._workers):
-                if worker.job is not None and not self._ahead.owns(worker.job):  # abandoned mid-run: stale
-                    self._retire(worker)
+        return answered
 
     def _file(self, finished: list[tuple[CompileJob, CompileResult, str | None]], cache: object | None,
               awaiting: dict[str, list[CompileJob]],
@@ -492,7 +519,8 @@ class CompilePool:
         wait = max(0.0, min(deadlines) - now) if deadlines else 1.0
         finished: list[tuple[CompileJob, CompileResult, str | None]] = []
         for selector_key, _ in self._selector.select(timeout=min(wait, 5.0)):
-            finished.extend(self._read(selector_key.data))
+            if isinstance(selector_key.data, _Worker):  # (else a feed's signal: new jobs, taken by the caller)
+                finished.extend(self._read(selector_key.data))
         finished.extend(self._expire())
         return finished
 

@@ -20,10 +20,11 @@ architecture it walks a table of named stages in order (as Triton's backend fill
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
 from ..compile.cache import UNCACHED_KINDS, ResultCache
 from ..compile.compilejob import CompileJob, CompileResult
+from ..compile.feed import JobFeed
 from ..config import KernelConfig
 from .engine import Engine, default_engine
 from ..compile.target import KernelTarget
@@ -105,7 +106,7 @@ class ConfigJudge:
     def compile_many(self, configs: Sequence[KernelConfig], arch: Any, label: str,
                      timeout: float | None = None) -> list[CompileResult]:
         """Compile configs in the pool (each under ``timeout``, default the judge's); results in the order of ``configs``."""
-        jobs = [self.target.job(c, arch, timeout or self.timeout) for c in configs]
+        jobs = [self.compile_job(c, arch, timeout) for c in configs]
         index = {id(job): i for i, job in enumerate(jobs)}
         results: list[CompileResult | None] = [None] * len(jobs)
 
@@ -116,6 +117,14 @@ class ConfigJudge:
         for job, result in self.pool.run(jobs, progress=hook, **self._run_options):
             results[index[id(job)]] = result
         return [r if r is not None else CompileResult.failure("internal", "no result") for r in results]
+
+    def compile_job(self, config: KernelConfig, arch: Any, timeout: float | None = None) -> CompileJob:
+        """The pool job that compiles ``config`` for ``arch`` (under ``timeout``, default the judge's)."""
+        return self.target.job(config, arch, timeout or self.timeout)
+
+    def compile_feed(self, feed: JobFeed) -> Iterator[tuple[CompileJob, CompileResult]]:
+        """Compile the jobs put into ``feed`` as they come; ``(job, result)`` as each compile ends."""
+        return self.pool.run(feed, **self._run_options)
 
     # -- the resource model -----------------------------------------------------------
 

@@ -33,7 +33,6 @@ lifecycle; the structure review proposes moving the lifecycle to study.py, left 
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import math
 import time
 from dataclasses import dataclass, field
@@ -83,7 +82,7 @@ class TuneOptions:
     rep_ms: float = 100.0
     max_error: float = 0.01
     timer: str = "held"
-    lookahead: int = 2
+    lookahead: int | None = None  # candidates in flight besides one per GPU (None: see Tuner._capacity)
     grace: float = 120.0
     max_duplicates: int = 200
     seeder: Callable[..., list] | None = None
@@ -297,7 +296,7 @@ class Tuner:
         self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout, cache=cache,
                          triton_cache_dir=None if o.interpret else self._triton_cache())
         workers: list = []
-        executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelrules-gate")
+        stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)
         self.inflight: dict[int, Candidate] = {}
         self.lost: list[int] = []
         self.deferred_count = 0  # configs predicted to spill, held back until nothing else waits
@@ -310,19 +309,20 @@ class Tuner:
             self._mark("study_opened")
             judged = self.gate.prejudge(self.configs)
             self._mark("space_judged")
+            if o.stage == "compiled":
+                stream = self.gate.stream()
             rejected = [j for j in judged.values() if not j.passed]
             self.config_stage = {"space": len(self.configs), "rejected": len(rejected),
                                  "codes": dict(collections.Counter(c for j in rejected for c in j.codes))}
             self.study.set_user_attr("kr_config_stage", self.config_stage)
             seeds = self._seed()
-            if o.stage == "compiled" and seeds:  # the loop's first compiles, while the workers start
-                first = first_compiles(seeds, len(workers) + o.lookahead, self._compiled_first)
-                if first:
-                    executor.submit(self.gate.compiled, first)
+            if stream is not None:  # the loop's first compiles, while the workers start
+                for config in first_compiles(seeds, self._capacity(), self._compiled_first):
+                    stream.want(config)
             self._mark("seeded")
             self._await_workers(workers)
             self._mark("workers_ready")
-            self._loop(workers, executor)
+            self._loop(workers, stream)
             if self.deferred_count:
                 self.notes.append(f"{self.deferred_count} config(s) predicted to spill registers were compiled and "
                                   f"timed after the others (deferred, not rejected)")
@@ -333,7 +333,8 @@ class Tuner:
             final = self._final(workers[0]) if workers else None
             return self._result(final)
         finally:
-            executor.shutdown(wait=False, cancel_futures=True)
+            if stream is not None:
+                stream.close()
             self._abandon()
             for worker in workers:
                 if worker.info:
@@ -363,16 +364,33 @@ class Tuner:
         exhausted = getattr(self.sampler, "exhausted", None)  # every config is in the study, none queued
         return not (exhausted and exhausted(self.study))
 
-    def _loop(self, workers: list, executor: Any) -> None:
-        pending: collections.deque[Candidate] = collections.deque()
-        to_compile: list[Candidate] = []
+    def _capacity(self) -> int:
+        """How many candidates may be between the sampler and the GPUs at once: one per benchmark worker,
+        plus ``lookahead`` (default: one per compile worker of the gate, so all of them compile while the
+        GPUs time; 2 when nothing is compiled before the benchmark)."""
+        lookahead = self.options.lookahead
+        if lookahead is None:
+            lookahead = self.gate.compile_workers() if self.options.stage == "compiled" else 2
+        return len(self.options.gpus or ["0"]) + lookahead
+
+    def _loop(self, workers: list, stream: Any) -> None:
+        pending: collections.deque[Candidate] = collections.deque()  # ready for a benchmark worker
+        compiling: list[Candidate] = []  # in the compile stream (compiled stage)
         deferred: list[Candidate] = []  # predicted to spill: compiled and timed only when nothing else waits
-        compiling: tuple[list[Candidate], Any] | None = None
         duplicates_in_a_row = 0
         asking = True
+        capacity = self._capacity()
+
+        def admit(candidates: Sequence[Candidate]) -> None:
+            for candidate in candidates:
+                if stream is not None:
+                    stream.want(candidate.config)
+                    compiling.append(candidate)
+                else:
+                    pending.append(candidate)
+
         while True:
-            capacity = len(workers) + self.options.lookahead
-            while asking and len(pending) + len(to_compile) + (len(compiling[0]) if compiling else 0) < capacity:
+            while asking and len(pending) + len(compiling) < capacity:
                 if not self._budget_left() or duplicates_in_a_row >= self.options.max_duplicates:
                     if duplicates_in_a_row >= self.options.max_duplicates:
                         self.notes.append(f"stopped: {duplicates_in_a_row} proposals in a row were configs "
@@ -387,27 +405,19 @@ class Tuner:
                     deferred.append(candidate)
                     self.deferred_count += 1
                     continue
-                if self.options.stage == "compiled":
-                    to_compile.append(candidate)
-                else:
-                    pending.append(candidate)
-            if deferred and self._time_out():
-                deferred = []  # out of time: left in flight, so the run's end queues them again (_abandon)
-            idle = not pending and not to_compile and compiling is None and not any(w.busy for w in workers)
+                admit([candidate])
+            if self._time_out():  # out of time: left in flight, so the run's end queues them again (_abandon)
+                deferred, compiling = [], []
+                pending.clear()
+            idle = not pending and not compiling and not any(w.busy for w in workers)
             if deferred and (not asking or idle):  # nothing better is left (or coming): their turn
                 released, deferred = deferred, []
-                if self.options.stage == "compiled":
-                    to_compile.extend(released)
-                else:
-                    pending.extend(released)
-            if compiling is None and to_compile:
-                batch, to_compile = to_compile, []
-                compiling = (batch, executor.submit(self.gate.compiled, [c.config for c in batch]))
-            if compiling is not None and compiling[1].done():
-                batch, future = compiling
-                compiling = None
-                for candidate, judgement in zip(batch, future.result()):
-                    if self._after_compile(candidate, judgement):
+                admit(released)
+            if compiling:
+                verdicts = stream.pop(c.config for c in compiling)
+                for candidate in [c for c in compiling if c.config.key() in verdicts]:
+                    compiling.remove(candidate)
+                    if self._after_compile(candidate, verdicts[candidate.config.key()]):
                         pending.append(candidate)
             for worker in workers:
                 if not worker.busy and pending:
@@ -415,21 +425,27 @@ class Tuner:
                     candidate = pending.popleft()
                     worker.send(("evaluate", candidate.config.to_dict()), candidate)
             busy = [w for w in workers if w.busy]
-            if not busy and not pending and not to_compile and compiling is None and not asking and not deferred:
+            if not busy and not pending and not compiling and not asking and not deferred:
                 return
-            if busy:
-                timeout = 0.05 if compiling is not None or to_compile else 0.5
-                ready = wait_connections([w.conn for w in busy], timeout=timeout)
-                for worker in busy:
-                    if worker.conn in ready:
-                        done = worker.handle()
-                        if done is not None and done[0] is not None:
-                            self._benchmarked(done[0], done[1], worker)
-                    done = worker.expire()
-                    if done is not None and done[0] is not None:
-                        self._benchmarked(done[0], done[1], worker)
-            elif compiling is not None:
-                concurrent.futures.wait([compiling[1]], timeout=0.5)
+            self._wait(busy, stream if compiling else None)
+
+    def _wait(self, busy: list, stream: Any) -> None:
+        """Wait for whichever comes first, a benchmark result or a compiled-stage verdict, and file the
+        benchmark results (and expired benchmarks)."""
+        if not busy:
+            if stream is not None:
+                stream.wait(0.5)
+            return
+        waited = [w.conn for w in busy] + ([stream.signal] if stream is not None else [])
+        ready = wait_connections(waited, timeout=0.5)
+        for worker in busy:
+            if worker.conn in ready:
+                done = worker.handle()
+                if done is not None and done[0] is not None:
+                    self._benchmarked(done[0], done[1], worker)
+            done = worker.expire()
+            if done is not None and done[0] is not None:
+                self._benchmarked(done[0], done[1], worker)
 
     def _ask(self) -> tuple[Candidate | None, bool]:
         """Ask Optuna for one trial and take it as far as the config-stage gate; (candidate, was new)."""

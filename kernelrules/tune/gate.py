@@ -10,15 +10,17 @@
    compiled facts. With a shared Triton cache directory, the benchmark worker's own
    JIT compile of the same config is then a cache hit.
 
-The driver runs the compiled stage in a background thread, so compiles of upcoming
-candidates overlap the benchmark of the current one.
+The driver runs the compiled stage as a stream in a background thread
+(:class:`kernelrules.tune.compile_stream.CompileStream`): each candidate's compile starts when
+the loop asks for it and a compile worker is free, and its verdict comes back when that
+compile ends, so compiles of upcoming candidates overlap the benchmarks and one slow
+compile holds up no other candidate.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..compile.cache import ResultCache
 from ..config import KernelConfig
@@ -27,6 +29,9 @@ from ..judge.pipeline import ConfigJudge, check_target
 from ..compile.target import KernelTarget
 from ..space import Space
 from .problem import scalar_problem
+
+if TYPE_CHECKING:
+    from .compile_stream import CompileStream
 
 
 @dataclass
@@ -68,7 +73,6 @@ class Gate:
         self.timeout = timeout
         self.config_stage: dict[tuple, Judgement] = {}
         self.model: Any = None  # the resource model learned by prejudge (the perf model uses it)
-        self._lock = threading.Lock()
 
     def prejudge(self, configs: Sequence[KernelConfig]) -> dict[tuple, Judgement]:
         """Judge the whole space at the config stage (learns the resource model first)."""
@@ -85,21 +89,29 @@ class Gate:
             found = _judgement(verdict, {}, "config")
         return found
 
-    def compiled(self, configs: Sequence[KernelConfig]) -> list[Judgement]:
-        """Compile and judge on compiled facts (thread-safe: one batch at a time)."""
-        if not configs:
-            return []
-        with self._lock:
-            results = self.pruner.compile_many(list(configs), self.arch, "compiling")
-        out = []
-        for config, result in zip(configs, results):
-            predicted = self.config_stage.get(config.key())
-            facts = compiled_facts(result, self.arch, num_warps=config.num_warps or 4, timeout=self.timeout,
-                                   predicted=predicted.facts if predicted else None)
-            verdict = self.pruner.engine.check(config, self.arch, kernel=dict(self.target.kernel_info), facts=facts,
-                                               problem=self.problem, repair=False, stage="compiled")
-            out.append(_judgement(verdict, facts, "compiled"))
-        return out
+    def stream(self) -> "CompileStream":
+        """The compiled stage as a stream: configs go in one at a time, each verdict comes back as its
+        compile ends (one stream at a time: it runs the pool until closed)."""
+        from .compile_stream import CompileStream
+
+        return CompileStream(self.judge_compiled, self.job, self.pruner.compile_feed)
+
+    def compile_workers(self) -> int:
+        """How many compiles the gate runs at once (its pool's workers)."""
+        return self.pruner.pool.max_workers
+
+    def job(self, config: KernelConfig) -> Any:
+        """The compile job of ``config`` for the gate's architecture."""
+        return self.pruner.compile_job(config, self.arch)
+
+    def judge_compiled(self, config: KernelConfig, result: Any) -> Judgement:
+        """The compiled-stage verdict on ``config`` from its compile ``result``."""
+        predicted = self.config_stage.get(config.key())
+        facts = compiled_facts(result, self.arch, num_warps=config.num_warps or 4, timeout=self.timeout,
+                               predicted=predicted.facts if predicted else None)
+        verdict = self.pruner.engine.check(config, self.arch, kernel=dict(self.target.kernel_info), facts=facts,
+                                           problem=self.problem, repair=False, stage="compiled")
+        return _judgement(verdict, facts, "compiled")
 
     def close(self) -> None:
         self.pruner.close()

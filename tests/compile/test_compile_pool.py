@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from kernelrules.compile.compilejob import CompileJob, CompileResult, compile_job
+from kernelrules.compile.feed import JobFeed
 from kernelrules.compile.pool import CompilePool
 
 triton = pytest.importorskip("triton")
@@ -321,3 +323,64 @@ def test_workers_that_cannot_start_give_internal_results(tmp_path, monkeypatch):
         results = [r for _, r in pool.run([matmul_job(), matmul_job(bk=64)])]
     assert [r.error_kind for r in results] == ["internal", "internal"]
     assert "fail to start" in results[0].message and "broken on purpose" in results[0].details
+
+
+# --------------------------------------------------------------------------- a pool fed while it runs
+
+
+def collect(pool: CompilePool, feed: JobFeed) -> tuple[threading.Thread, list]:
+    """Run the pool over ``feed`` in a thread; the answers land in the list as ``(seconds, job, result)``."""
+    answers: list = []
+    start = time.monotonic()
+
+    def serve() -> None:
+        for job, result in pool.run(feed):
+            answers.append((time.monotonic() - start, job, result))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread, answers
+
+
+def wait_for(condition, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+@needs_constexpr_function
+def test_jobs_put_while_a_slow_compile_runs_are_answered_before_it_ends_and_abandoning_kills_it(tricks_file,
+                                                                                              tmp_path):
+    """The tune loop's case: one config sits in ptxas (here a compile that hangs) while others are asked for;
+    each of those starts on the free worker as it comes and is answered when it is compiled, not after the
+    slow one. Abandoning the feed ends the run at once and kills the hanging compile's whole group."""
+    pid_file = tmp_path / "child.pid"
+    slow = tricks_job(tricks_file, "hang", str(pid_file), timeout=300)
+    fast = [matmul_job(32, 32, 32), matmul_job(64, 32, 32)]
+    with CompilePool(max_workers=2, timeout=300) as pool:
+        feed = JobFeed()
+        thread, answers = collect(pool, feed)
+        feed.put(slow)
+        wait_for(lambda: pid_file.exists() and pid_file.read_text())
+        hanging = next(w for w in pool._workers if w.job is not None).proc.pid
+        for job in fast:  # one at a time, each after the previous answer
+            feed.put(job)
+            wait_for(lambda: any(a[1] is job for a in answers))
+        assert [a[1] for a in answers] == fast and all(a[2].ok for a in answers)
+        feed.close(abandon=True)
+        thread.join(30)
+        assert not thread.is_alive() and len(answers) == 2
+        wait_for(lambda: group_members(hanging) == [] and not alive(int(pid_file.read_text())), 10)
+
+
+def test_a_closed_feed_ends_the_run_once_every_job_taken_is_answered():
+    with CompilePool(max_workers=2, timeout=120) as pool:
+        feed = JobFeed()
+        jobs = [matmul_job(32, 32, 32), matmul_job(bk=8)]
+        for job in jobs:
+            feed.put(job)
+        feed.close()
+        answers = list(pool.run(feed))
+    assert sorted(id(job) for job, _ in answers) == sorted(id(job) for job in jobs)
+    assert {id(job): r.error_kind for job, r in answers} == {id(jobs[0]): None, id(jobs[1]): "compile_error"}

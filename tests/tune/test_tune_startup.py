@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 from kernelrules.compile.pool import CompilePool  # noqa: E402
 from kernelrules.tune import tune  # noqa: E402
 from kernelrules.tune.driver import Tuner  # noqa: E402
-from kernelrules.tune.gate import Gate  # noqa: E402
+from kernelrules.tune.compile_stream import CompileStream  # noqa: E402
 from kernelrules.tune.startup import first_compiles, warm_sampler_imports  # noqa: E402
 
 SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
@@ -24,13 +24,12 @@ SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
 
 def test_the_first_seeds_compile_while_the_workers_start_and_are_not_compiled_again(tmp_path, monkeypatch):
     started = threading.Event()
-    batches, seeded, at_wait, dispatched = [], [], [], collections.Counter()
-    compiled, seed, await_workers, dispatch = Gate.compiled, Tuner._seed, Tuner._await_workers, CompilePool._dispatch
+    wanted, seeded, at_wait, dispatched = [], [], [], collections.Counter()
+    want, seed, await_workers, dispatch = CompileStream.want, Tuner._seed, Tuner._await_workers, CompilePool._dispatch
 
-    def recording_compiled(gate, configs):
-        batches.append([c.key() for c in configs])
-        started.set()
-        return compiled(gate, configs)
+    def recording_want(stream, config):
+        wanted.append(config.key())
+        return want(stream, config)
 
     def recording_seed(tuner):
         seeds = seed(tuner)
@@ -39,25 +38,26 @@ def test_the_first_seeds_compile_while_the_workers_start_and_are_not_compiled_ag
 
     def recording_await(tuner, workers):
         assert started.wait(60), "no compile started before the loop"
-        at_wait.append(len(batches))
+        at_wait.append(list(wanted))
         return await_workers(tuner, workers)
 
     def counting_dispatch(pool, worker, job, key, shared_dir=None):
         dispatched[job] += 1
+        started.set()
         return dispatch(pool, worker, job, key, shared_dir)
 
-    monkeypatch.setattr(Gate, "compiled", recording_compiled)
+    monkeypatch.setattr(CompileStream, "want", recording_want)
     monkeypatch.setattr(Tuner, "_seed", recording_seed)
     monkeypatch.setattr(Tuner, "_await_workers", recording_await)
     monkeypatch.setattr(CompilePool, "_dispatch", counting_dispatch)
     result = tune(SMALL, arch="ampere", interpret=True, trials=6, storage=str(tmp_path / "study.db"),
                   stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2, seed=3)
-    assert len(seeded) >= 3 and at_wait == [1]
-    # the loop's first batch (one worker + a lookahead of two), compiled before any worker was awaited
-    assert batches[0] == seeded[:3]
+    assert len(seeded) >= 3
+    # the loop's first compiles (one worker + one per compile worker, jobs=2), started before any worker was awaited
+    assert at_wait == [seeded[:3]]
     timed = [r for r in result.records if r["status"] in ("better", "slower")]
     assert len(timed) == 6
-    assert dispatched and max(dispatched.values()) == 1  # the loop's compile of the same configs hit the cache
+    assert dispatched and max(dispatched.values()) == 1  # each config compiled once: the loop's want found it
 
 
 def test_first_compiles_keeps_the_order_and_the_count():

@@ -1,0 +1,103 @@
+"""The compiled-stage gate as a stream: one candidate in at a time, one verdict out per finished compile.
+
+``kernelrules tune`` asks its sampler for candidates one at a time and times them one per
+GPU. Compiled in batches, each batch waited for its slowest compile (a config in ptxas
+for 12 s) while the other compile workers and the GPU sat idle. A :class:`CompileStream`
+runs the compile pool for the whole search in one background thread over a
+:class:`kernelrules.compile.feed.JobFeed`: :meth:`CompileStream.want` starts a config's
+compile as soon as a compile worker is free, and its verdict is there to :meth:`CompileStream.pop`
+the moment that compile ends. The loop waits on :attr:`CompileStream.signal` together with its
+benchmark workers' pipes, so it wakes for whichever comes first.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterable, Iterator
+
+from ..compile.feed import JobFeed, Signal
+from ..config import KernelConfig
+from .gate import Judgement
+
+#: Seconds :meth:`CompileStream.close` waits for the compile thread to stop.
+STOP_TIMEOUT = 30.0
+
+
+class CompileStream:
+    """Compile configs in the background and judge each on its compiled facts as soon as it is compiled.
+
+    ``judge(config, result)`` gives the verdict, ``job(config)`` the compile job and ``compile(feed)``
+    runs the pool over a feed (:meth:`kernelrules.tune.gate.Gate.stream` wires the gate's). A config
+    is compiled once however often it is wanted; an error in the compile thread is raised by the
+    next :meth:`pop`.
+    """
+
+    def __init__(self, judge: Callable[[KernelConfig, Any], Judgement], job: Callable[[KernelConfig], Any],
+                 compile: Callable[[JobFeed], Iterator[tuple[Any, Any]]]) -> None:
+        self._judge, self._job = judge, job
+        self._feed = JobFeed()
+        self.signal = Signal()  #: set whenever a verdict is ready (or the thread failed)
+        self._lock = threading.Lock()
+        self._wanted: dict[int, tuple[str, KernelConfig]] = {}  # id(job) -> (config key, config)
+        self._keys: set[str] = set()  # configs wanted and not popped
+        self._done: dict[str, Judgement] = {}
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._serve, args=(compile,), name="kernelrules-gate", daemon=True)
+        self._thread.start()
+
+    def want(self, config: KernelConfig) -> None:
+        """Compile and judge ``config`` (nothing new when it is compiling or its verdict waits)."""
+        key = config.key()
+        with self._lock:
+            if key in self._keys:
+                return
+            self._keys.add(key)
+        job = self._job(config)
+        with self._lock:
+            self._wanted[id(job)] = (key, config)
+        self._feed.put(job)
+
+    def pop(self, configs: Iterable[KernelConfig]) -> dict[str, Judgement]:
+        """The verdicts on those of ``configs`` whose compiles are over, by config key (then forgotten).
+
+        Clears :attr:`signal` first, so a verdict that lands later wakes the next wait."""
+        self.signal.clear()
+        found = {}
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            for config in configs:
+                key = config.key()
+                judgement = self._done.pop(key, None)
+                if judgement is not None:
+                    self._keys.discard(key)
+                    found[key] = judgement
+        return found
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for a verdict (returns at once when one waits)."""
+        import select
+
+        select.select([self.signal], [], [], timeout)
+
+    def close(self) -> None:
+        """Stop: compiles still running are abandoned (their workers killed), the thread is joined."""
+        self._feed.close(abandon=True)
+        self._thread.join(STOP_TIMEOUT)
+        if not self._thread.is_alive():
+            self._feed.signal.close()
+            self.signal.close()
+
+    def _serve(self, compile: Callable[[JobFeed], Iterator[tuple[Any, Any]]]) -> None:
+        try:
+            for job, result in compile(self._feed):
+                with self._lock:
+                    key, config = self._wanted.pop(id(job))
+                judgement = self._judge(config, result)
+                with self._lock:
+                    self._done[key] = judgement
+                self.signal.set()
+        except BaseException as exc:  # noqa: BLE001 - raised in the loop's thread by the next pop
+            with self._lock:
+                self._error = exc
+            self.signal.set()

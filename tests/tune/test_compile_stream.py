@@ -1,0 +1,95 @@
+"""tune's compile stream (kernelrules.tune.compile_stream) and what it is built on (kernelrules.compile.feed)."""
+
+from __future__ import annotations
+
+import select
+import time
+
+import pytest
+
+from kernelrules.compile.feed import JobFeed, Signal
+from kernelrules.config import KernelConfig
+from kernelrules.tune.compile_stream import CompileStream
+
+
+def readable(signal: Signal) -> bool:
+    return bool(select.select([signal], [], [], 0)[0])
+
+
+def test_a_signal_wakes_a_select_until_it_is_cleared():
+    signal = Signal()
+    assert not readable(signal)
+    signal.set()
+    signal.set()
+    assert readable(signal)
+    signal.clear()
+    assert not readable(signal)
+    signal.close()
+
+
+def test_a_feed_hands_over_jobs_in_order_and_ends_when_closed():
+    feed = JobFeed()
+    feed.put("a")
+    feed.put("b")
+    assert feed.open and readable(feed.signal)
+    assert feed.take() == ["a", "b"] and not readable(feed.signal)
+    feed.put("c")
+    feed.close()
+    assert feed.open, "a job put before the close is still to be taken"
+    feed.put("d")  # after the close: ignored
+    assert feed.take() == ["c"] and not feed.open and not feed.abandoned
+    feed.close(abandon=True)
+    assert feed.abandoned
+
+
+# --------------------------------------------------------------------------- tune's compile stream
+
+
+def fake_pool(feed: JobFeed):
+    """A stand-in for ``pool.run(feed)``: answers each job with its own BLOCK, as it is taken."""
+    while feed.open and not feed.abandoned:
+        select.select([feed.signal], [], [], 0.2)
+        for job in feed.take():
+            yield job, job["BLOCK"]
+
+
+def test_the_stream_compiles_a_config_once_and_hands_out_each_verdict_once():
+    jobs = []
+
+    def job(config):
+        jobs.append(config.constexprs["BLOCK"])
+        return dict(config.constexprs)
+
+    stream = CompileStream(lambda config, result: ("verdict", result), job, fake_pool)
+    a, b = KernelConfig(constexprs={"BLOCK": 64}), KernelConfig(constexprs={"BLOCK": 128})
+    stream.want(a)
+    stream.want(a)  # compiling already: nothing new
+    stream.want(b)
+    found: dict = {}
+    deadline = time.monotonic() + 30
+    while len(found) < 2 and time.monotonic() < deadline:
+        stream.wait(1.0)
+        found.update(stream.pop([a, b]))
+    assert jobs == [64, 128]
+    assert found == {a.key(): ("verdict", 64), b.key(): ("verdict", 128)}
+    assert stream.pop([a, b]) == {}  # handed out once
+    stream.want(a)  # wanted again after its verdict was taken: compiled again (the pool's cache answers it)
+    deadline = time.monotonic() + 30
+    while not stream.pop([a]):
+        assert time.monotonic() < deadline
+        stream.wait(1.0)
+    assert jobs == [64, 128, 64]
+    stream.close()
+
+
+def test_an_error_in_the_compile_thread_is_raised_by_the_next_pop():
+    def judge(config, result):
+        raise RuntimeError("the rules engine broke")
+
+    stream = CompileStream(judge, lambda config: dict(config.constexprs), fake_pool)
+    config = KernelConfig(constexprs={"BLOCK": 64})
+    stream.want(config)
+    stream.wait(30)
+    with pytest.raises(RuntimeError, match="the rules engine broke"):
+        stream.pop([config])
+    stream.close()
