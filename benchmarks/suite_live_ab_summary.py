@@ -1,44 +1,99 @@
 """Summarize the runs of ``suite_live_ab.sh``: configs timed, the first and last timing, the steady rate
-between them, when the workers were ready, and where the benchmark worker's time went.
+between them, how busy the benchmark worker was, and how soon the search came within 2% of the sweep's
+best config timed in the same run.
 
     python benchmarks/suite_live_ab_summary.py benchmarks/results/suite/ab-edd724f-fbf3ed0
+    python benchmarks/suite_live_ab_summary.py --table benchmarks/results/suite/ab-bb2a72f-0616d00
 
-One line per run file (``ab-<variant>-<family>__<shape>.json``); ``phases`` holds, per phase of a timed
-record's ``phase_seconds``, the median and the total seconds (runs of code older than 8be5274 have none).
+One line per run file (``ab-<variant>-<family>__<shape>.json``, in the folder or folders under it, one
+per device call); ``phases`` holds, per phase of a timed record's ``phase_seconds``, the median and the
+total seconds (runs of code older than 8be5274 have none). ``busy`` is the worker's total phase seconds
+over the span from the first to the last timing. ``to_2pct_s`` is the run's elapsed seconds when its
+best-so-far came within 2% of ``timed_config`` (the sweep's best config, timed by the same run outside
+its budget), a reference measured on the same machine. ``--table`` prints a Markdown table instead.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
 from kernelrules.tune.feedback import TIMED
 
 
+def to_within(timed: list[dict], reference_ms: float | None, margin: float = 0.02) -> float | None:
+    """Elapsed seconds of the first timing that brought the best-so-far within ``margin`` of the reference."""
+    if not reference_ms:
+        return None
+    best = None
+    for record in sorted(timed, key=lambda r: r["elapsed_s"]):
+        best = record["ms"] if best is None else min(best, record["ms"])
+        if best <= reference_ms * (1 + margin):
+            return record["elapsed_s"]
+    return None
+
+
 def summarize(run: dict) -> dict:
-    timed = [r for r in run["records"] if r.get("status") in TIMED and r.get("ms") is not None]
-    elapsed = sorted(r["elapsed_s"] for r in timed if r.get("elapsed_s") is not None)
+    timed = [r for r in run["records"] if r.get("status") in TIMED and r.get("ms") is not None
+             and r.get("elapsed_s") is not None]
+    elapsed = sorted(r["elapsed_s"] for r in timed)
     phases: dict[str, list[float]] = {}
     for record in timed:
         for phase, seconds in (record.get("phase_seconds") or {}).items():
             if seconds is not None:
                 phases.setdefault(phase, []).append(seconds)
+    span = elapsed[-1] - elapsed[0] if len(elapsed) > 1 else None
+    reference = run.get("timed_config") or {}
     return {
         "timed": len(elapsed),
         "first_s": elapsed[0] if elapsed else None,
         "last_s": elapsed[-1] if elapsed else None,
-        "rate": round((len(elapsed) - 1) / (elapsed[-1] - elapsed[0]), 2) if len(elapsed) > 1 else None,
+        "rate": round((len(elapsed) - 1) / span, 2) if span else None,
+        "busy": round(sum(sum(v) for v in phases.values()) / span, 2) if span and phases else None,
+        "to_2pct_s": to_within(timed, reference.get("ms")),
         "ready_s": (run["summary"].get("startup") or {}).get("workers_ready_s"),
         "phases": {p: (round(statistics.median(v), 3), round(sum(v), 1)) for p, v in phases.items()},
     }
 
 
+def runs(folder: Path) -> list[tuple[str, str, str, dict]]:
+    """(call folder, variant, problem, run) for every run file, sorted by problem, then call and variant."""
+    found = []
+    for path in folder.rglob("ab-*.json"):
+        run = json.loads(path.read_text())
+        variant = run.get("variant") or path.stem.removeprefix("ab-").rsplit("-", 1)[0]
+        problem = path.stem.removeprefix(f"ab-{variant}-")
+        call = str(path.parent.relative_to(folder)) if path.parent != folder else ""
+        found.append((call, variant, problem, run))
+    return sorted(found, key=lambda item: (item[2], item[0], item[1]))
+
+
+def table(items: list[tuple[str, str, str, dict]]) -> str:
+    lines = ["| problem | call | variant | commit | timed | configs/s | worker busy | s to 2% |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for call, variant, problem, run in items:
+        s = summarize(run)
+        cells = [problem, call or "-", variant, run.get("kernelrules_commit", "?"), str(s["timed"]),
+                 f"{s['rate']:.2f}" if s["rate"] else "-", f"{s['busy']:.0%}" if s["busy"] is not None else "-",
+                 f"{s['to_2pct_s']:.1f}" if s["to_2pct_s"] is not None else "never"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
-    for path in sorted(Path(sys.argv[1]).glob("ab-*.json")):
-        name = path.stem.removeprefix("ab-")
-        print(name, " ".join(f"{k} {v}" for k, v in summarize(json.loads(path.read_text())).items()))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--table", action="store_true", help="a Markdown table")
+    args = parser.parse_args()
+    items = runs(args.folder)
+    if args.table:
+        print(table(items))
+        return
+    for call, variant, problem, run in items:
+        name = "/".join(filter(None, [call, f"{variant}-{problem}"]))
+        print(name, " ".join(f"{k} {v}" for k, v in summarize(run).items()))
 
 
 if __name__ == "__main__":
