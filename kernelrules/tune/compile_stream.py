@@ -17,7 +17,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..compile.feed import JobFeed, Signal
 from ..config import KernelConfig
-from .gate import Judgement
 
 #: Seconds :meth:`CompileStream.close` waits for the compile thread to stop.
 STOP_TIMEOUT = 30.0
@@ -29,18 +28,21 @@ class CompileStream:
     ``judge(config, result)`` gives the verdict, ``job(config)`` the compile job and ``compile(feed)``
     runs the pool over a feed (:meth:`kernelrules.tune.gate.Gate.stream` wires the gate's). A config
     is compiled once however often it is wanted; an error in the compile thread is raised by the
-    next :meth:`pop`.
+    next :meth:`pop`. ``side_jobs(config)`` are compiled after a config's own job and give no verdict
+    (the gate's: the config at the problem's edge shapes, so the benchmark worker finds those binaries
+    in the shared Triton cache).
     """
 
-    def __init__(self, judge: Callable[[KernelConfig, Any], Judgement], job: Callable[[KernelConfig], Any],
-                 compile: Callable[[JobFeed], Iterator[tuple[Any, Any]]]) -> None:
-        self._judge, self._job = judge, job
+    def __init__(self, judge: Callable[[KernelConfig, Any], Any], job: Callable[[KernelConfig], Any],
+                 compile: Callable[[JobFeed], Iterator[tuple[Any, Any]]], *,
+                 side_jobs: Callable[[KernelConfig], list[Any]] | None = None) -> None:
+        self._judge, self._job, self._side_jobs = judge, job, side_jobs
         self._feed = JobFeed()
         self.signal = Signal()  #: set whenever a verdict is ready (or the thread failed)
         self._lock = threading.Lock()
         self._wanted: dict[int, tuple[str, KernelConfig]] = {}  # id(job) -> (config key, config)
         self._keys: set[str] = set()  # configs wanted and not popped
-        self._done: dict[str, Judgement] = {}
+        self._done: dict[str, Any] = {}
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, args=(compile,), name="kernelrules-gate", daemon=True)
         self._thread.start()
@@ -56,8 +58,10 @@ class CompileStream:
         with self._lock:
             self._wanted[id(job)] = (key, config)
         self._feed.put(job)
+        for side in self._side_jobs(config) if self._side_jobs else []:  # compiled after it; no verdict
+            self._feed.put(side)
 
-    def pop(self, configs: Iterable[KernelConfig]) -> dict[str, Judgement]:
+    def pop(self, configs: Iterable[KernelConfig]) -> dict[str, Any]:
         """The verdicts on those of ``configs`` whose compiles are over, by config key (then forgotten).
 
         Clears :attr:`signal` first, so a verdict that lands later wakes the next wait."""
@@ -92,7 +96,10 @@ class CompileStream:
         try:
             for job, result in compile(self._feed):
                 with self._lock:
-                    key, config = self._wanted.pop(id(job))
+                    wanted = self._wanted.pop(id(job), None)
+                if wanted is None:  # a side job (an edge shape's binary, for the Triton cache): nothing to judge
+                    continue
+                key, config = wanted
                 judgement = self._judge(config, result)
                 with self._lock:
                     self._done[key] = judgement

@@ -48,6 +48,7 @@ from ..space import load_space
 from . import records as rec
 from ..expr import safeexpr
 from .feedback import GAP_CLASSES, TIMED, LearnedConstraints, bottlenecks, summary
+from .edge_shapes import edge_signatures
 from .gate import Gate, Judgement
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
@@ -294,7 +295,8 @@ class Tuner:
 
         cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
         self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout, cache=cache,
-                         triton_cache_dir=None if o.interpret else self._triton_cache())
+                         triton_cache_dir=None if o.interpret else self._triton_cache(),
+                         edge_signatures=edge_signatures(self.spec, self.space.signature))
         workers: list = []
         stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)
         self.inflight: dict[int, Candidate] = {}

@@ -19,7 +19,7 @@ compile holds up no other candidate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..compile.cache import ResultCache
@@ -63,7 +63,8 @@ class Gate:
     """Judges candidates for one architecture: config stage up front, compiled stage on demand."""
 
     def __init__(self, space: Space, arch: Any, *, stage: str = "compiled", jobs: int | None = None,
-                 timeout: float = 60.0, cache: ResultCache | None = None, triton_cache_dir: str | None = None) -> None:
+                 timeout: float = 60.0, cache: ResultCache | None = None, triton_cache_dir: str | None = None,
+                 edge_signatures: Sequence[Mapping[str, Any]] = ()) -> None:
         self.space, self.arch, self.stage = space, arch, stage
         self.problem = scalar_problem(space.problem)
         self.target = KernelTarget.from_space(space)
@@ -71,6 +72,9 @@ class Gate:
         if triton_cache_dir:
             self.pruner.pool.triton_cache_dir = triton_cache_dir
         self.timeout = timeout
+        #: The kernel at the problem's edge shapes (kernelrules.tune.edge_shapes): compiled beside each candidate,
+        #: only to fill the Triton cache the benchmark worker's checks launch from.
+        self.edge_targets = [replace(self.target, signature=dict(s)) for s in edge_signatures]
         self.config_stage: dict[tuple, Judgement] = {}
         self.model: Any = None  # the resource model learned by prejudge (the perf model uses it)
 
@@ -94,11 +98,17 @@ class Gate:
         compile ends (one stream at a time: it runs the pool until closed)."""
         from .compile_stream import CompileStream
 
-        return CompileStream(self.judge_compiled, self.job, self.pruner.compile_feed)
+        return CompileStream(self.judge_compiled, self.job, self.pruner.compile_feed, side_jobs=self.edge_jobs)
 
     def compile_workers(self) -> int:
         """How many compiles the gate runs at once (its pool's workers)."""
         return self.pruner.pool.max_workers
+
+    def edge_jobs(self, config: KernelConfig) -> list[Any]:
+        """The compile jobs of ``config`` at the problem's edge shapes (none without a shared Triton cache)."""
+        if not self.pruner.pool.triton_cache_dir:
+            return []
+        return [target.job(config, self.arch, self.timeout) for target in self.edge_targets]
 
     def job(self, config: KernelConfig) -> Any:
         """The compile job of ``config`` for the gate's architecture."""

@@ -373,3 +373,34 @@ def test_tensor_descriptor_key_matches_the_jit(arch, tmp_path, stand_in_driver, 
     other = _our_key(path, "copy_tile", {**signature, "y_desc": "tensordesc<bf16[64, 64]>"}, config,
                      {"num_warps": 4}, arch, keys)
     assert other != theirs  # the block shape is part of the key
+
+
+def test_the_gates_edge_shape_compiles_land_where_the_workers_edge_launches_look(stand_in_driver, keys, monkeypatch):
+    """``tune``'s gate compiles each candidate at the problem's edge shapes too (kernelrules.tune.edge_shapes), for
+    the benchmark worker's correctness launches at those shapes to find in the shared Triton cache: the signature
+    derived without torch compiles under the key of the worker's launch with the edge shape's real tensors."""
+    from kernelrules.space import load_space
+    from kernelrules.tune.edge_shapes import edge_signatures
+    from kernelrules.tune.launch import make_runner
+    from kernelrules.tune.problem import load_problem
+
+    space = load_space(REPO / "tests" / "fixtures" / "tune" / "matmul_small.yaml")
+    spec = load_problem(space)
+    [signature] = edge_signatures(spec, space.signature)
+    [sizes] = spec.edge_sizes
+    runner = make_runner(spec, "cpu")
+    tensors = runner.make(sizes, 0)
+    config, options = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_SIZE_M": 8}, {"num_warps": 4, "num_stages": 2}
+    args, _grid = runner._bind({**config, **options}, tensors, sizes)
+    jit_fn = _import(MATMUL, monkeypatch).matmul_kernel.fn
+    stand_in_driver.arch = 90
+    with pytest.raises(_KeyFound):
+        jit_fn.run(**args, grid=(1,), warmup=True, **config, **options)
+    theirs = keys[-1]
+    ours = _our_key(MATMUL, "matmul_kernel", signature, {k: v for k, v in config.items() if k != "GROUP_SIZE_M"},
+                    options, 90, keys, fixed={"GROUP_SIZE_M": 8})
+    assert ours == theirs
+    main = _our_key(MATMUL, "matmul_kernel", dict(space.signature), {k: v for k, v in config.items()
+                                                                       if k != "GROUP_SIZE_M"},
+                    options, 90, keys, fixed={"GROUP_SIZE_M": 8})
+    assert main != theirs  # the edge shape is another binary: the one the main compile leaves is no help

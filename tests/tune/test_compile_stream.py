@@ -93,3 +93,25 @@ def test_an_error_in_the_compile_thread_is_raised_by_the_next_pop():
     with pytest.raises(RuntimeError, match="the rules engine broke"):
         stream.pop([config])
     stream.close()
+
+
+def test_side_jobs_are_compiled_after_their_config_and_give_no_verdict():
+    taken = []
+
+    def recording_pool(feed):
+        for job, result in fake_pool(feed):
+            taken.append(job["BLOCK"])
+            yield job, result
+
+    stream = CompileStream(lambda config, result: ("verdict", result), lambda config: dict(config.constexprs),
+                           recording_pool, side_jobs=lambda config: [{"BLOCK": config.constexprs["BLOCK"] + 1}])
+    config = KernelConfig(constexprs={"BLOCK": 64})
+    stream.want(config)
+    found: dict = {}
+    deadline = time.monotonic() + 30
+    while len(taken) < 2 and time.monotonic() < deadline:
+        stream.wait(1.0)
+        found.update(stream.pop([config]))
+    found.update(stream.pop([config]))
+    assert taken == [64, 65] and found == {config.key(): ("verdict", 64)}
+    stream.close()
