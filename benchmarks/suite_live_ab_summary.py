@@ -6,7 +6,7 @@ best config timed in the same run.
     python benchmarks/suite_live_ab_summary.py --table benchmarks/results/suite/ab-bb2a72f-0616d00
 
 One line per run file (``ab-<variant>-<family>__<shape>.json``, in the folder or folders under it, one
-per device call); ``phases`` holds, per phase of a timed record's ``phase_seconds``, the median and the
+per device call; or a live series' ``live-<family>__<shape>.json``, variant ``live``); ``phases`` holds, per phase of a timed record's ``phase_seconds``, the median and the
 total seconds (runs of code older than 8be5274 have none). ``busy`` is the worker's total phase seconds
 over the span from the first to the last timing. ``to_2pct_s`` is the run's elapsed seconds when its
 best-so-far came within 2% of ``timed_config`` (the sweep's best config, timed by the same run outside
@@ -61,10 +61,13 @@ def summarize(run: dict) -> dict:
 def runs(folder: Path) -> list[tuple[str, str, str, dict]]:
     """(call folder, variant, problem, run) for every run file, sorted by problem, then call and variant."""
     found = []
-    for path in folder.rglob("ab-*.json"):
+    for path in [*folder.rglob("ab-*.json"), *folder.rglob("live-*.json")]:
         run = json.loads(path.read_text())
-        variant = run.get("variant") or path.stem.removeprefix("ab-").rsplit("-", 1)[0]
-        problem = path.stem.removeprefix(f"ab-{variant}-")
+        if path.stem.startswith("live-"):  # a live series (suite_live_device.sh): one variant, the series' code
+            variant, problem = "live", path.stem.removeprefix("live-")
+        else:
+            variant = run.get("variant") or path.stem.removeprefix("ab-").rsplit("-", 1)[0]
+            problem = path.stem.removeprefix(f"ab-{variant}-")
         call = str(path.parent.relative_to(folder)) if path.parent != folder else ""
         found.append((call, variant, problem, run))
     return sorted(found, key=lambda item: (item[2], item[0], item[1]))
