@@ -31,7 +31,7 @@ import threading
 import warnings
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..compile.stage_twins import loop_free, takes_num_stages, twin_key
+from ..compile.stage_twins import heuristics_read_num_stages, loop_free, takes_num_stages, twin_key
 from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
 
 #: What Triton's ``Autotuner._bench`` returns for a config that cannot launch.
@@ -69,7 +69,8 @@ class CompileAhead:
         signature, constexprs = launch_signature(jit_function(kernel), args)
         judge = KernelJudge(kernel, target_arch, signature, constexprs, heuristic_args=args, pool=_NO_POOL)
         prepared = [judge.prepare(c) for c in configs]
-        binds = takes_num_stages(getattr(jit_function(kernel), "params", None) or [])  # then no stage twins
+        binds = (takes_num_stages(getattr(jit_function(kernel), "params", None) or [])  # then no stage twins
+                 or heuristics_read_num_stages(kernel))
         self._twin_key = {} if binds else {id(c): twin_key(p) for c, p in zip(configs, prepared)}
         self._loop_free, self._timed = set(), {}
         jobs = [judge.target.job(p, target_arch, self.timeout) for p in prepared]

@@ -58,15 +58,39 @@ def takes_num_stages(params: Any) -> bool:
     return any(getattr(p, "name", None) == "num_stages" for p in params)
 
 
+def heuristics_read_num_stages(kernel: Any) -> bool:
+    """Whether a ``@triton.heuristics`` around ``kernel`` (an Autotuner, Heuristics or JITFunction chain)
+    computes a value from ``num_stages``: a launch under ``triton.autotune`` hands the config's
+    ``num_stages`` to the heuristics, so the configs of a stage-twin group may be different kernels."""
+    seen = 0
+    while kernel is not None and seen < 16:
+        values = getattr(kernel, "values", None)
+        if isinstance(values, dict) and any(_reads_num_stages(v) for v in values.values()):
+            return True
+        kernel, seen = getattr(kernel, "fn", None), seen + 1
+    return False
+
+
+def _reads_num_stages(function: Any) -> bool:
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return False
+    constants = [c for c in code.co_consts if isinstance(c, str)]
+    nested = [c for c in code.co_consts if hasattr(c, "co_consts")]  # a lambda defined inside the heuristic
+    return ("num_stages" in constants or "num_stages" in code.co_names or "num_stages" in code.co_varnames
+            or any("num_stages" in c.co_consts or "num_stages" in c.co_names for c in nested))
+
+
 def twin_key(config: KernelConfig) -> tuple:
     """A config's identity without ``num_stages``: the key its stage twins share."""
     return config.replace({}, remove=["num_stages"]).key()
 
 
 def binds_num_stages(path: str, name: str) -> bool:
-    """Whether the function ``name`` in the file ``path`` has a parameter named ``num_stages``: a launch
-    binds the option's value to it, so its configs are not stage twins. True when the file cannot be read
-    or the function is not found (the safe answer: no twin)."""
+    """Whether the function ``name`` in the file ``path`` has a parameter named ``num_stages`` (a launch
+    binds the option's value to it) or a ``@triton.heuristics`` that reads ``num_stages`` (a launch hands
+    it the option): then its configs are not stage twins. True when the file cannot be read or the
+    function is not found (the safe answer: no twin)."""
     return _binds_num_stages(str(path), name)
 
 
@@ -80,8 +104,21 @@ def _binds_num_stages(path: str, name: str) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             args = node.args
-            return any(a.arg == "num_stages" for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+            return (any(a.arg == "num_stages" for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+                    or any(_heuristics_mention_num_stages(d) for d in node.decorator_list))
     return True
+
+
+def _heuristics_mention_num_stages(decorator: ast.expr) -> bool:
+    """Whether a ``@triton.heuristics({...})`` decorator reads ``num_stages`` (``args["num_stages"]``)."""
+    if not isinstance(decorator, ast.Call):
+        return False
+    func = decorator.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if called != "heuristics":
+        return False
+    return any((isinstance(n, ast.Constant) and n.value == "num_stages") or (isinstance(n, ast.Name) and n.id == "num_stages")
+               or (isinstance(n, ast.Attribute) and n.attr == "num_stages") for n in ast.walk(decorator))
 
 
 def answer_from(twin: CompileResult, job: CompileJob) -> CompileResult:

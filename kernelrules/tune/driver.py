@@ -52,7 +52,7 @@ from .edge_shapes import edge_signatures
 from .gate import Gate, Judgement
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import first_compiles, warm_sampler_imports
+from .startup import Background, first_compiles, warm_sampler_imports
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
 
@@ -200,6 +200,10 @@ class Tuner:
                 self.best_ms = record["ms"] if self.best_ms is None else min(self.best_ms, record["ms"])
         self.heartbeat = Heartbeat(self.study).start()
 
+    def _open_and_mark(self) -> None:
+        self._open()
+        self._mark("study_opened")
+
     def _check_study_attrs(self) -> None:
         from .study import display_url
 
@@ -307,10 +311,13 @@ class Tuner:
             self.workers = workers
             self._mark("workers_started")
             warm_sampler_imports(o.sampler)
-            self._open()
-            self._mark("study_opened")
-            judged = self.gate.prejudge(self.configs)
-            self._mark("space_judged")
+            opener = Background(self._open_and_mark, name="kernelrules-study")  # the study opens while the space is judged
+            try:
+                judged = self.gate.prejudge(self.configs)
+                self._mark("space_judged")
+            finally:
+                opener.wait()
+            opener.reraise()
             if o.stage == "compiled":
                 stream = self.gate.stream()
             rejected = [j for j in judged.values() if not j.passed]

@@ -215,3 +215,40 @@ def test_a_kernel_parameter_named_num_stages_rules_out_twins(tmp_path):
     assert not binds_num_stages(str(path), "plain")
     assert binds_num_stages(str(path), "takes")
     assert binds_num_stages(str(path), "missing") and binds_num_stages(str(tmp_path / "none.py"), "plain")
+
+
+HEURISTIC_KERNELS = '''\
+import triton
+import triton.language as tl
+
+
+@triton.heuristics({"UNROLL": lambda args: 2 if args["num_stages"] > 2 else 1})
+@triton.jit
+def staged(x_ptr, BLOCK: tl.constexpr, UNROLL: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * UNROLL)
+
+
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def even(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs))
+'''
+
+
+def test_a_heuristic_that_reads_num_stages_rules_out_twins(tmp_path):
+    """Under ``triton.autotune`` a launch hands the config's ``num_stages`` to ``@triton.heuristics``: a value
+    computed from it makes the configs of a stage-twin group different kernels, loop or no loop."""
+    import importlib.util
+
+    from kernelrules.compile.stage_twins import binds_num_stages, heuristics_read_num_stages
+
+    path = tmp_path / "heuristic_kernels.py"
+    path.write_text(HEURISTIC_KERNELS)
+    assert binds_num_stages(str(path), "staged") and not binds_num_stages(str(path), "even")
+    spec = importlib.util.spec_from_file_location("heuristic_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert heuristics_read_num_stages(module.staged) and not heuristics_read_num_stages(module.even)
+    assert not heuristics_read_num_stages(module.even.fn)  # the bare JITFunction under it

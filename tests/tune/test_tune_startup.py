@@ -6,6 +6,7 @@ import collections
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,49 @@ def test_the_qmc_samplers_import_scipy_stats_in_the_background():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+def test_background_waits_and_hands_over_what_it_raised():
+    from kernelrules.tune.startup import Background
+
+    seen = []
+    done = Background(lambda: seen.append(threading.current_thread().name), name="kr-test")
+    done.wait()
+    done.reraise()
+    assert seen == ["kr-test"]
+
+    def fail():
+        raise ValueError("the study belongs to another kernel")
+
+    failed = Background(fail)
+    failed.wait()
+    with pytest.raises(ValueError, match="another kernel"):
+        failed.reraise()
+    failed.reraise()  # raised once
+
+
+def test_the_study_opens_in_a_thread_while_the_space_is_judged(tmp_path, monkeypatch):
+    from kernelrules.tune.gate import Gate
+
+    events = {}
+    open_study, prejudge = Tuner._open, Gate.prejudge
+
+    def recording_open(tuner):
+        events["open_thread"] = threading.current_thread().name
+        events["open_started"] = time.monotonic()
+        return open_study(tuner)
+
+    def recording_prejudge(gate, configs):
+        events["judge_thread"] = threading.current_thread().name
+        found = prejudge(gate, configs)
+        events["judge_ended"] = time.monotonic()
+        return found
+
+    monkeypatch.setattr(Tuner, "_open", recording_open)
+    monkeypatch.setattr(Gate, "prejudge", recording_prejudge)
+    result = tune(SMALL, arch="ampere", interpret=True, trials=2, storage=str(tmp_path / "study.db"), stage="config",
+                  cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, seed=3)
+    assert events["open_thread"] == "kernelrules-study" and events["judge_thread"] == "MainThread"
+    assert events["open_started"] < events["judge_ended"]  # under way before the judging was over
+    startup = result.summary["startup"]
+    assert {"study_opened_s", "space_judged_s", "seeded_s", "workers_ready_s"} <= set(startup)
