@@ -38,13 +38,7 @@ for item in "$@"; do
     (cd "$tree" && PYTHONPATH=$site:$deps python3 benchmarks/h200_tune.py --out "$live" \
       --space "benchmarks/suite/$problem.tune.yaml" --methods kernelrules --time-budget "$budget" \
       --target-ms "$target" --time-config "$best" "${extra[@]}" 2>&1 | tail -4)
-    python3 - "$live/run-kernelrules-0.json" "$packed/ab-$variant-$name.json" "$variant" <<'PY'
-import json, os, sys, time
-run = json.load(open(sys.argv[1]))
-run.update(variant=sys.argv[3], kernelrules_commit=os.environ.get("KR_COMMIT_" + sys.argv[3].split("-")[0].upper(), "unknown"),
-           date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-json.dump(run, open(sys.argv[2], "w"))
-PY
+    python3 benchmarks/suite_stamp_run.py "$live/run-kernelrules-0.json" "$packed/ab-$variant-$name.json" --variant "$variant"
   done
 done
 mkdir -p "$OUT"

@@ -16,10 +16,5 @@ for item in "$@"; do
   best=$(python3 benchmarks/suite_live_targets.py --best-config "$name")
   python3 benchmarks/h200_tune.py --out "$live" --space "benchmarks/suite/$problem.tune.yaml" \
     --methods kernelrules --time-budget "$seconds" --target-ms "$target" --time-config "$best" 2>&1 | tail -8
-  python3 - "$live/run-kernelrules-0.json" "$OUT/live-$name.json" <<'PY'
-import json, os, sys, time
-run = json.load(open(sys.argv[1]))
-run.update(kernelrules_commit=os.environ.get("KR_COMMIT", "unknown"), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-json.dump(run, open(sys.argv[2], "w"))
-PY
+  python3 benchmarks/suite_stamp_run.py "$live/run-kernelrules-0.json" "$OUT/live-$name.json"
 done
