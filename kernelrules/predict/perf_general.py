@@ -176,7 +176,7 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
     values = {k: v for k, v in problem.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     env = {**values, "NUM_SMS": int(gpu["sm_count"]), **config.constexprs}
     programs = grid_programs(problem.get("grid"), env)
-    fill = min(1.0, exact_programs(problem.get("grid"), env) / programs)
+    fill = min(1.0, exact_programs(problem.get("grid"), env) / programs) * tile_fill(config.constexprs, values)
     warps = int(config.num_warps or 4)
     stages = int(config.num_stages if config.num_stages is not None else 3)
     eb = DTYPE_BYTES.get(str(problem.get("dtype", "fp16")).lower(), 2)
@@ -345,6 +345,23 @@ def _tile(constexprs: Mapping[str, Any]) -> int:
             continue
         tile *= value
     return tile
+
+
+def tile_fill(constexprs: Mapping[str, Any], sizes: Mapping[str, Any]) -> float:
+    """The share of a tile's lanes that hold data along dimensions named after a problem size:
+    ``BLOCK_N`` (or ``BLOCK_SIZE_N``) over a size ``N`` smaller than it leaves ``N / BLOCK_N`` of
+    the lanes filled (a 2048-wide row chunk over 1024 columns moves half a tile)."""
+    fill = 1.0
+    for name, value in constexprs.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 1:
+            continue
+        for prefix in ("BLOCK_SIZE_", "BLOCK_"):
+            if name.startswith(prefix):
+                size = sizes.get(name[len(prefix):])
+                if isinstance(size, int) and not isinstance(size, bool) and 0 < size < value:
+                    fill *= size / value
+                break
+    return fill
 
 
 def _first(values: Mapping[str, Any], names: tuple[str, ...]) -> Any:

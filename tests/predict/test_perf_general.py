@@ -74,6 +74,25 @@ def test_few_elements_per_thread_pay_the_step_overhead():
     assert a == pytest.approx(b, rel=0.05)
 
 
+def test_a_block_wider_than_its_size_moves_only_the_filled_lanes():
+    """BLOCK_N over N columns leaves N / BLOCK_N of the lanes filled: a row chunk twice the row has the bytes in
+    flight of a chunk the row's width, so it is not ranked ahead for more memory-level parallelism."""
+    from kernelrules.predict.perf_general import tile_fill
+
+    assert tile_fill({"BLOCK_N": 2048, "ROWS": 4}, {"N": 1024, "M": 256}) == 0.5
+    assert tile_fill({"BLOCK_SIZE_N": 4096, "BLOCK_M": 64}, {"N": 1024, "M": 32}) == 0.125
+    assert tile_fill({"BLOCK_N": 512, "XBLOCK": 1024}, {"N": 1024}) == 1.0  # narrower, or no size of its name
+    rows = {"M": 256, "N": 1024, "dtype": "fp16", "grid": "M", "bytes": "2 * 2 * M * N"}
+    exact = features({"BLOCK_N": 1024, "num_warps": 4}, "h200", rows, {"registers": 32})
+    wider = features({"BLOCK_N": 2048, "num_warps": 4}, "h200", rows, {"registers": 32})
+    assert wider["fill"] == 0.5 * exact["fill"] and wider["tile_load"] == 2 * exact["tile_load"]
+    k = FITTED["sm_90"]
+    latency = [seconds(f, k, parts=True)[1]["latency"] for f in (exact, wider)]
+    assert latency[0] == pytest.approx(latency[1])
+    unfilled = seconds({**wider, "fill": 1.0}, k, parts=True)[1]["latency"]
+    assert unfilled < latency[0]  # without the fill the wider chunk would look twice as parallel
+
+
 def test_resident_data_past_l2_costs_dram_rereads():
     """Short rows: the resident programs' data fit in L2; rows of 1 MiB do not, and what a
     program revisits costs DRAM time again (per byte), unless nothing is revisited."""
