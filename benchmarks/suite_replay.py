@@ -174,8 +174,13 @@ def kernelrules_tune(costs: Costs, space, seed: int) -> float | None:
     from kernelrules.tune.samplers import make_sampler
     from kernelrules.tune.study import ParamCodec
 
+    from kernelrules.config import KernelConfig
+    from kernelrules.tune.driver import distinct_first
+
     ranked = sorted((e, k) for k, e in costs.estimate.items() if e is not None and not costs.config_reject[k])
-    seeds = [k for _e, k in ranked[:MODEL_SEEDS]]
+    by_config = {KernelConfig.from_dict(costs.records[k]["config"]).key(): k for _e, k in ranked}
+    ordered = distinct_first([(e, KernelConfig.from_dict(costs.records[k]["config"])) for e, k in ranked])
+    seeds = [by_config[c.key()] for c in ordered[:MODEL_SEEDS]]  # as tune.driver.perf_model_seeds orders them
     sampler = make_sampler("auto", ParamCodec(space), seed=seed, n_startup=STARTUP_TRIALS)
     return _optuna_loop(costs, space, sampler, gate=True, seeds=seeds)
 

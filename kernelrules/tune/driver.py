@@ -52,7 +52,7 @@ from .edge_shapes import edge_signatures
 from .gate import Gate, Judgement
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import Background, first_compiles, warm_sampler_imports
+from .startup import first_compiles, warm_sampler_imports
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
 
@@ -120,7 +120,8 @@ class TuneResult:
 
 def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mapping[str, Any], count: int,
                      model: Any = None) -> list[KernelConfig]:
-    """The ``count`` configs the perf model estimates fastest (none when it cannot judge them)."""
+    """The ``count`` configs the perf model estimates fastest (none when it cannot judge them), each
+    estimate's ``num_stages`` twins after every distinct config (:func:`distinct_first`)."""
     try:
         from ..predict.perf_general import estimate_any  # the matmul model for M, N, K kernels, else the general one
     except ImportError:
@@ -132,7 +133,25 @@ def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mappin
         except Exception:  # noqa: BLE001 - no grid or sizes the models can read, or a config they cannot
             continue
     scored.sort(key=lambda pair: pair[0])
-    return [config for _seconds, config in scored[:count]]
+    return distinct_first(scored)[:count]
+
+
+def distinct_first(scored: Sequence[tuple[float, KernelConfig]]) -> list[KernelConfig]:
+    """Configs sorted by estimate, those that tie with an earlier config differing only in ``num_stages``
+    moved after all the others (in their order). The model gives a kernel without a dot the same time at
+    every ``num_stages`` (its loops are not pipelined), so a plain top 8 could be two configs four times
+    over: compiled four times (a shared Triton cache rules out the pool's stage twins) to time one binary."""
+    first: dict[tuple, float] = {}
+    distinct, twins = [], []
+    for seconds, config in scored:
+        key = twin_key(config)
+        earlier = first.get(key)
+        if earlier is not None and math.isclose(seconds, earlier, rel_tol=1e-9):
+            twins.append(config)
+        else:
+            first.setdefault(key, seconds)
+            distinct.append(config)
+    return distinct + twins
 
 
 class Tuner:
@@ -199,10 +218,6 @@ class Tuner:
             if record.get("status") in TIMED and record.get("ms"):
                 self.best_ms = record["ms"] if self.best_ms is None else min(self.best_ms, record["ms"])
         self.heartbeat = Heartbeat(self.study).start()
-
-    def _open_and_mark(self) -> None:
-        self._open()
-        self._mark("study_opened")
 
     def _check_study_attrs(self) -> None:
         from .study import display_url
@@ -311,13 +326,10 @@ class Tuner:
             self.workers = workers
             self._mark("workers_started")
             warm_sampler_imports(o.sampler)
-            opener = Background(self._open_and_mark, name="kernelrules-study")  # the study opens while the space is judged
-            try:
-                judged = self.gate.prejudge(self.configs)
-                self._mark("space_judged")
-            finally:
-                opener.wait()
-            opener.reraise()
+            self._open()
+            self._mark("study_opened")
+            judged = self.gate.prejudge(self.configs)
+            self._mark("space_judged")
             if o.stage == "compiled":
                 stream = self.gate.stream()
             rejected = [j for j in judged.values() if not j.passed]

@@ -8,10 +8,6 @@ these two helpers also:
   the first trials the loop asks for, so the loop's first compile batch is known before
   any worker is ready. The driver hands it to the gate's compile thread at once; when the
   loop compiles the same configs, the compile pool's result cache answers.
-- **opening the study** (:class:`Background`): creating or loading the Optuna storage (SQLAlchemy,
-  Alembic, the schema: about a second on a CPU, 2.4 s into a run on the H200 machine) needs
-  nothing from the space's judging (probe compiles in worker processes), so the two run at
-  once, the study in a thread;
 - **importing what the sampler needs later** (:func:`warm_sampler_imports`): Optuna's
   Sobol (QMC) sampler imports ``scipy.stats`` at its first proposal, seconds in the middle
   of the search; a daemon thread imports it while the run starts.
@@ -49,27 +45,3 @@ def _import_scipy_stats() -> Any:
         return None
     return qmc
 
-
-class Background:
-    """Run ``fn`` in a daemon thread now; :meth:`wait` for it, then :meth:`reraise` what it raised."""
-
-    def __init__(self, fn: Callable[[], Any], name: str = "kernelrules-background") -> None:
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn,), name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Callable[[], Any]) -> None:
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread by reraise()
-            self._error = exc
-
-    def wait(self) -> None:
-        """Wait until ``fn`` has returned or raised (never raises)."""
-        self._thread.join()
-
-    def reraise(self) -> None:
-        """Raise, in the caller's thread, what ``fn`` raised (after :meth:`wait`)."""
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
