@@ -62,7 +62,7 @@ import numpy as np
 
 from ..analyzers.occupancy import OccupancyLimits, occupancy
 from ..config import KernelConfig
-from .problem_grid import exact_programs, number, programs as grid_programs
+from .problem_grid import exact_programs, number, programs as grid_programs, tile_fill
 
 #: Constexprs that are not tile extents (their values do not size a tensor).
 NOT_TILE = ("GROUP", "SPLIT", "NUM_SMS", "NUM_", "STAGES", "CAUSAL", "MUL_", "EVEN", "USE_", "HAS_", "IS_")
@@ -345,23 +345,6 @@ def _tile(constexprs: Mapping[str, Any]) -> int:
             continue
         tile *= value
     return tile
-
-
-def tile_fill(constexprs: Mapping[str, Any], sizes: Mapping[str, Any]) -> float:
-    """The share of a tile's lanes that hold data along dimensions named after a problem size:
-    ``BLOCK_N`` (or ``BLOCK_SIZE_N``) over a size ``N`` smaller than it leaves ``N / BLOCK_N`` of
-    the lanes filled (a 2048-wide row chunk over 1024 columns moves half a tile)."""
-    fill = 1.0
-    for name, value in constexprs.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 1:
-            continue
-        for prefix in ("BLOCK_SIZE_", "BLOCK_"):
-            if name.startswith(prefix):
-                size = sizes.get(name[len(prefix):])
-                if isinstance(size, int) and not isinstance(size, bool) and 0 < size < value:
-                    fill *= size / value
-                break
-    return fill
 
 
 def _first(values: Mapping[str, Any], names: tuple[str, ...]) -> Any:

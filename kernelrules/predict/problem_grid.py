@@ -3,7 +3,8 @@
 A problem (a tune space's ``problem:``) gives its grid and sizes as expressions over the
 config's constexprs and the problem's own values (``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)``);
 these helpers evaluate them with kernelrules' safe expression language (never ``eval``),
-including the grid read without rounding up, which says how much of a tile holds data.
+including the grid read without rounding up, which says how much of a tile holds data, and
+the share of a tile's lanes inside the data when a block is wider than the size it tiles.
 """
 
 from __future__ import annotations
@@ -70,3 +71,20 @@ def number(expr: Any, env: Mapping[str, Any]) -> float | None:
         return float(evaluate(expr, env, torch_allowed=False))
     except Exception:  # noqa: BLE001 - an expression over names the problem lacks
         return None
+
+
+def tile_fill(constexprs: Mapping[str, Any], sizes: Mapping[str, Any]) -> float:
+    """The share of a tile's lanes that hold data along dimensions named after a problem size:
+    ``BLOCK_N`` (or ``BLOCK_SIZE_N``) over a size ``N`` smaller than it leaves ``N / BLOCK_N`` of
+    the lanes filled (a 2048-wide row chunk over 1024 columns moves half a tile)."""
+    fill = 1.0
+    for name, value in constexprs.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 1:
+            continue
+        for prefix in ("BLOCK_SIZE_", "BLOCK_"):
+            if name.startswith(prefix):
+                size = sizes.get(name[len(prefix):])
+                if isinstance(size, int) and not isinstance(size, bool) and 0 < size < value:
+                    fill *= size / value
+                break
+    return fill

@@ -344,6 +344,9 @@ class Tuner:
             self._await_workers(workers)
             self._mark("workers_ready")
             self._loop(workers, stream)
+            if stream is not None:  # compiles still running (out of time) stop before the final rounds time
+                stream.close()
+                stream = None
             if self.deferred_count:
                 self.notes.append(f"{self.deferred_count} config(s) predicted to spill registers were compiled and "
                                   f"timed after the others (deferred, not rejected)")

@@ -77,7 +77,7 @@ def test_few_elements_per_thread_pay_the_step_overhead():
 def test_a_block_wider_than_its_size_moves_only_the_filled_lanes():
     """BLOCK_N over N columns leaves N / BLOCK_N of the lanes filled: a row chunk twice the row has the bytes in
     flight of a chunk the row's width, so it is not ranked ahead for more memory-level parallelism."""
-    from kernelrules.predict.perf_general import tile_fill
+    from kernelrules.predict.problem_grid import tile_fill
 
     assert tile_fill({"BLOCK_N": 2048, "ROWS": 4}, {"N": 1024, "M": 256}) == 0.5
     assert tile_fill({"BLOCK_SIZE_N": 4096, "BLOCK_M": 64}, {"N": 1024, "M": 32}) == 0.125
