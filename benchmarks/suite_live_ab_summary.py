@@ -18,21 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
 
 from kernelrules.tune.feedback import TIMED
 
-
-def to_within(timed: list[dict], reference_ms: float | None, margin: float = 0.02) -> float | None:
-    """Elapsed seconds of the first timing that brought the best-so-far within ``margin`` of the reference."""
-    if not reference_ms:
-        return None
-    best = None
-    for record in sorted(timed, key=lambda r: r["elapsed_s"]):
-        best = record["ms"] if best is None else min(best, record["ms"])
-        if best <= reference_ms * (1 + margin):
-            return record["elapsed_s"]
-    return None
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from h200_tune import time_to_within  # noqa: E402
 
 
 def summarize(run: dict) -> dict:
@@ -52,7 +44,7 @@ def summarize(run: dict) -> dict:
         "last_s": elapsed[-1] if elapsed else None,
         "rate": round((len(elapsed) - 1) / span, 2) if span else None,
         "busy": round(sum(sum(v) for v in phases.values()) / span, 2) if span and phases else None,
-        "to_2pct_s": to_within(timed, reference.get("ms")),
+        "to_2pct_s": time_to_within(timed, reference["ms"])[0] if reference.get("ms") else None,
         "ready_s": (run["summary"].get("startup") or {}).get("workers_ready_s"),
         "phases": {p: (round(statistics.median(v), 3), round(sum(v), 1)) for p, v in phases.items()},
     }

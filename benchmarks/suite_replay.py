@@ -171,16 +171,16 @@ def tpe(costs: Costs, space, seed: int) -> float | None:
 
 
 def kernelrules_tune(costs: Costs, space, seed: int) -> float | None:
+    from kernelrules.config import KernelConfig
+    from kernelrules.tune.driver import distinct_first
     from kernelrules.tune.samplers import make_sampler
     from kernelrules.tune.study import ParamCodec
 
-    from kernelrules.config import KernelConfig
-    from kernelrules.tune.driver import distinct_first
-
     ranked = sorted((e, k) for k, e in costs.estimate.items() if e is not None and not costs.config_reject[k])
-    by_config = {KernelConfig.from_dict(costs.records[k]["config"]).key(): k for _e, k in ranked}
-    ordered = distinct_first([(e, KernelConfig.from_dict(costs.records[k]["config"])) for e, k in ranked])
-    seeds = [by_config[c.key()] for c in ordered[:MODEL_SEEDS]]  # as tune.driver.perf_model_seeds orders them
+    configs = {k: KernelConfig.from_dict(costs.records[k]["config"]) for _e, k in ranked}
+    record_key = {config.key(): k for k, config in configs.items()}
+    ordered = distinct_first([(e, configs[k]) for e, k in ranked])  # as tune.driver.perf_model_seeds orders them
+    seeds = [record_key[c.key()] for c in ordered[:MODEL_SEEDS]]
     sampler = make_sampler("auto", ParamCodec(space), seed=seed, n_startup=STARTUP_TRIALS)
     return _optuna_loop(costs, space, sampler, gate=True, seeds=seeds)
 

@@ -272,7 +272,7 @@ class CompilePool:
         """Between runs, file the answers of compiles ahead that are over, without waiting, so their
         workers are free again (between runs every job on a worker was started ahead)."""
         finished = [item for selector_key, _ in self._selector.select(timeout=0)
-                    if isinstance(selector_key.data, _Worker) for item in self._read(selector_key.data)] + self._expire()
+                    for item in self._read(selector_key.data)] + self._expire()
         for job, result, _key in finished:
             if self._ahead.owns(job):
                 self._finish_ahead(job, result, {}, [])
@@ -297,7 +297,7 @@ class CompilePool:
         self._start_failures = 0
         feed = jobs if isinstance(jobs, JobFeed) else None
         pending = [] if feed is not None else list(jobs)  # type: ignore[arg-type]
-        progress_count = [len(pending), 0]  # total, done
+        total, done = len(pending), 0
         queue: list[tuple[CompileJob, str | None]] = []
         awaiting: dict[str, list[CompileJob]] = {}  # cache key -> asked-for jobs a compile ahead will answer
         if feed is not None:
@@ -307,8 +307,9 @@ class CompilePool:
             return bool(queue or awaiting or self._asked_busy() or (feed is not None and feed.open))
 
         def report(job: CompileJob, result: CompileResult) -> tuple[CompileJob, CompileResult]:
-            progress_count[1] += 1
-            self._report(hook, progress_count[1], max(progress_count), job, result)
+            nonlocal done
+            done += 1
+            self._report(hook, done, total, job, result)
             return job, result
 
         try:
@@ -320,7 +321,7 @@ class CompilePool:
                 answered: list[tuple[CompileJob, CompileResult]] = []
                 if feed is not None:
                     taken = feed.take()
-                    progress_count[0] += len(taken)
+                    total += len(taken)
                     answered += self._intake(taken, cache, shared_dir, queue, awaiting)
                 answered += self._answer_twins(queue, cache)
                 if more():  # (else stage twins answered every job left)

@@ -315,7 +315,7 @@ class Tuner:
         cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
         self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout, cache=cache,
                          triton_cache_dir=None if o.interpret else self._triton_cache(),
-                         edge_signatures=edge_signatures(self.spec, self.space.signature))
+                         edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
         workers: list = []
         stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)
         self.inflight: dict[int, Candidate] = {}
@@ -395,7 +395,7 @@ class Tuner:
         lookahead = self.options.lookahead
         if lookahead is None:
             lookahead = self.gate.compile_workers() if self.options.stage == "compiled" else 2
-        return len(self.options.gpus or ["0"]) + lookahead
+        return len(self.workers) + lookahead
 
     def _loop(self, workers: list, stream: Any) -> None:
         pending: collections.deque[Candidate] = collections.deque()  # ready for a benchmark worker
@@ -439,10 +439,12 @@ class Tuner:
                 admit(released)
             if compiling:
                 verdicts = stream.pop(c.config for c in compiling)
-                for candidate in [c for c in compiling if c.config.key() in verdicts]:
-                    compiling.remove(candidate)
-                    if self._after_compile(candidate, verdicts[candidate.config.key()]):
-                        pending.append(candidate)
+                for candidate in list(compiling):
+                    verdict = verdicts.get(candidate.config.key())
+                    if verdict is not None:
+                        compiling.remove(candidate)
+                        if self._after_compile(candidate, verdict):
+                            pending.append(candidate)
             for worker in workers:
                 if not worker.busy and pending:
                     worker.ensure_ready()

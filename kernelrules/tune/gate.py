@@ -73,8 +73,8 @@ class Gate:
             self.pruner.pool.triton_cache_dir = triton_cache_dir
         self.timeout = timeout
         #: The kernel at the problem's edge shapes (kernelrules.tune.edge_shapes): compiled beside each candidate,
-        #: only to fill the Triton cache the benchmark worker's checks launch from.
-        self.edge_targets = [replace(self.target, signature=dict(s)) for s in edge_signatures]
+        #: only to fill the Triton cache the benchmark worker's checks launch from (none without that cache).
+        self.edge_targets = [replace(self.target, signature=dict(s)) for s in edge_signatures] if triton_cache_dir else []
         self.config_stage: dict[tuple, Judgement] = {}
         self.model: Any = None  # the resource model learned by prejudge (the perf model uses it)
 
@@ -106,8 +106,6 @@ class Gate:
 
     def edge_jobs(self, config: KernelConfig) -> list[Any]:
         """The compile jobs of ``config`` at the problem's edge shapes (none without a shared Triton cache)."""
-        if not self.pruner.pool.triton_cache_dir:
-            return []
         return [target.job(config, self.arch, self.timeout) for target in self.edge_targets]
 
     def job(self, config: KernelConfig) -> Any:

@@ -44,4 +44,3 @@ def _import_scipy_stats() -> Any:
     except Exception:  # noqa: BLE001 - a warm-up only: the sampler imports (and reports) it itself
         return None
     return qmc
-

@@ -6,7 +6,6 @@ import collections
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
