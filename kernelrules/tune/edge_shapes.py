@@ -3,9 +3,9 @@
 The benchmark worker checks every candidate on the problem's edge shapes (``edge_sizes``:
 sizes that are not multiples of the tile, odd strides). Triton specializes a launch on its
 integer arguments (a multiple of 16, equal to 1), so an edge shape is usually another
-binary, and the worker's JIT compiled it while the GPU waited: on the H200 the check of a
-small attention problem took 0.5-2 s per config against 0.11 s of timing, most of it that
-compile. With the signatures of the edge shapes, the gate compiles those binaries too, in
+binary, and the worker's JIT compiled it while the GPU waited: on the H200 the check of the
+small attention problems took 0.5-2 s per config against 0.11 s of timing (the compile, by
+inference: the config's own shape was a cache hit). With the signatures of the edge shapes, the gate compiles those binaries too, in
 its pool and into the Triton cache it shares with the worker, where the worker's launch
 finds them.
 
