@@ -68,8 +68,7 @@ def noise(name: str) -> dict[str, tuple[float, float]]:
 def score(p: dict, est: np.ndarray) -> dict:
     """fit_perf_general.score plus the noise-tolerant top 5."""
     s = general.score(p, est)
-    keep = np.flatnonzero(~p["rejected"])
-    top = keep[np.argsort(est[keep], kind="stable")][:5]
+    top = general.ranked(p, est)[:5]
     spread = p["noise"]
     best = int(np.argmin(p["ms"]))
     pick = top[int(np.argmin(p["ms"][top]))]

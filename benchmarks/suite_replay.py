@@ -172,7 +172,7 @@ def tpe(costs: Costs, space, seed: int) -> float | None:
 
 def kernelrules_tune(costs: Costs, space, seed: int) -> float | None:
     from kernelrules.config import KernelConfig
-    from kernelrules.tune.driver import distinct_first
+    from kernelrules.predict.ranking import distinct_first
     from kernelrules.tune.samplers import make_sampler
     from kernelrules.tune.study import ParamCodec
 

@@ -31,7 +31,8 @@ import threading
 import warnings
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..compile.stage_twins import heuristics_read_num_stages, loop_free, takes_num_stages, twin_key
+from ..compile.stage_twins import heuristics_read_num_stages, loop_free, takes_num_stages
+from ..predict.ranking import twin_key
 from .kernel_prune import KernelJudge, jit_function, kernel_object, launch_signature, log, resolve_arch
 
 #: What Triton's ``Autotuner._bench`` returns for a config that cannot launch.

@@ -16,7 +16,9 @@ or draws a random number, so every run and every rank makes the same choice:
    integer arguments M, N and K);
 3. the lowest estimate wins; ties, and configs the model cannot estimate (a kernel the
    model does not read gets the same neutral estimate for every config), keep the order
-   of the config list, so the first candidate wins.
+   of the config list, so the first candidate wins. Further down the ranking, a config that
+   ties with an earlier one differing only in ``num_stages`` comes after every distinct
+   config (:func:`kernelrules.predict.ranking.distinct_first`, as everywhere the tools rank).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ log = logging.getLogger("kernelrules")
 
 def rank(configs: Sequence[Any], named_args: Mapping[str, Any], launch_kwargs: Mapping[str, Any] | None = None, *,
          prune: Callable | None = None, model: Callable | None = None) -> list[tuple[Any, float]]:
-    """``(config, estimate)`` of the candidates, best first (stable: ties keep the list order).
+    """``(config, estimate)`` of the candidates, best first (stable: ties keep the list order; a
+    ``num_stages`` twin of an earlier config with the same estimate after every distinct config).
 
     ``prune`` is an ``early_config_prune`` callable and ``model`` a ``perf_model`` callable, called
     as Triton's autotuner calls them; an estimate that fails or is not a number counts as 0.0.
@@ -53,7 +56,11 @@ def rank(configs: Sequence[Any], named_args: Mapping[str, Any], launch_kwargs: M
                 estimate = 0.0
         scored.append((estimate, position, config))
     scored.sort(key=lambda item: (item[0], item[1]))
-    return [(config, estimate) for estimate, _position, config in scored]
+    from ..config import KernelConfig
+    from ..predict.ranking import distinct_first, twin_key
+
+    pairs = [(estimate, (config, estimate)) for estimate, _position, config in scored]
+    return distinct_first(pairs, identity=lambda pair: twin_key(KernelConfig.from_triton(pair[0])))
 
 
 def static_pick(kernel: Any, configs: Sequence[Any], args: Mapping[str, Any] | Sequence[Any], *,

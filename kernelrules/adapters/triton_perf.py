@@ -24,6 +24,11 @@ from ..predict.perf_model import problem_sizes
 #: What the callable returns when it cannot estimate: the same number for every config,
 #: so Triton's stable sort keeps their order (and a config it cannot judge is timed).
 NEUTRAL_ESTIMATE = 0.0
+#: The factor on the estimate of a ``num_stages`` twin of a config estimated earlier with the same
+#: time: Triton sorts by the values, so the twin comes after every distinct config (the order every
+#: kernelrules ranking gives ties, :mod:`kernelrules.predict.ranking`) and before any config that
+#: cannot launch (1000x, :data:`kernelrules.predict.perf_general.UNLAUNCHABLE_FACTOR`).
+TWIN_FACTOR = 100.0
 
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
@@ -36,6 +41,7 @@ class TritonPerfModel:
         self.kernel, self.arch, self.sku, self.problem, self.context = kernel, arch, sku, problem, context
         self._models: dict[Any, Any] = {}  # (arch, signature class) -> ResourceModel or None
         self._memo: dict[Any, float] = {}
+        self._first_twin: dict[Any, tuple] = {}  # (memo scope, config without num_stages) -> (config key, estimate)
         self._warned = False
 
     def __call__(self, **kwargs: Any) -> float:
@@ -68,7 +74,18 @@ class TritonPerfModel:
             else:
                 model = self._model(fn, arch, signature, shape_class, config, tuner_configs, constexprs)
                 self._memo[memo_key] = estimate_any(config, arch, problem, model=model, sku=self.sku)
-        return self._memo[memo_key]
+        return self._after_twins(memo_key[:3], config, self._memo[memo_key])
+
+    def _after_twins(self, scope: tuple, config: KernelConfig, estimate: float) -> float:
+        """``estimate``, or :data:`TWIN_FACTOR` times it for a ``num_stages`` twin of a config estimated
+        earlier (in this launch's scope) with the same time. The first of the twins asked for keeps its
+        value (Triton asks in the order of its config list), so the answer never changes for a config."""
+        from ..predict.ranking import is_tie, twin_key
+
+        first_key, first_estimate = self._first_twin.setdefault((scope, twin_key(config)), (config.key(), estimate))
+        if first_key != config.key() and is_tie(first_estimate, estimate):
+            return estimate * TWIN_FACTOR
+        return estimate
 
     def ranks_from_values(self, kwargs: Mapping[str, Any], configs: Sequence[Any]) -> bool:
         """Whether this launch's ``configs`` (Triton ``Config`` objects) can be ranked from their values

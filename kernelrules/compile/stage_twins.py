@@ -30,7 +30,6 @@ import dataclasses
 import functools
 from typing import Any
 
-from ..config import KernelConfig
 from .compilejob import CompileJob, CompileResult
 
 def loop_free(result: CompileResult) -> bool | None:
@@ -79,11 +78,6 @@ def _reads_num_stages(function: Any) -> bool:
     nested = [c for c in code.co_consts if hasattr(c, "co_consts")]  # a lambda defined inside the heuristic
     return ("num_stages" in constants or "num_stages" in code.co_names or "num_stages" in code.co_varnames
             or any("num_stages" in c.co_consts or "num_stages" in c.co_names for c in nested))
-
-
-def twin_key(config: KernelConfig) -> tuple:
-    """A config's identity without ``num_stages``: the key its stage twins share."""
-    return config.replace({}, remove=["num_stages"]).key()
 
 
 def binds_num_stages(path: str, name: str) -> bool:

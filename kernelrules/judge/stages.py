@@ -153,7 +153,7 @@ def compiled_stage(judge: Judge, judging: ArchJudging) -> None:
 def stage_twins_before(configs: list[tuple[KernelConfig, bool]]) -> list[int]:
     """For each (config, compiled ok) of a list, how many compiled configs before it differ from it only in
     ``num_stages``: on a kernel without a loop they are the same binary (:mod:`kernelrules.compile.stage_twins`)."""
-    from ..compile.stage_twins import twin_key
+    from ..predict.ranking import twin_key
 
     seen: dict[tuple, int] = {}
     out = []

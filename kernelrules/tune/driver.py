@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..arch import load_arch
-from ..compile.stage_twins import binds_num_stages, twin_key
+from ..compile.stage_twins import binds_num_stages
 from ..config import KernelConfig
 from ..errors import KernelrulesError
+from ..predict.ranking import distinct_first, twin_key
 from ..space import load_space
 from . import records as rec
 from ..expr import safeexpr
@@ -134,24 +135,6 @@ def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mappin
             continue
     scored.sort(key=lambda pair: pair[0])
     return distinct_first(scored)[:count]
-
-
-def distinct_first(scored: Sequence[tuple[float, KernelConfig]]) -> list[KernelConfig]:
-    """Configs sorted by estimate, those that tie with an earlier config differing only in ``num_stages``
-    moved after all the others (in their order). The model gives a kernel without a dot the same time at
-    every ``num_stages`` (its loops are not pipelined), so a plain top 8 could be two configs four times
-    over: compiled four times (a shared Triton cache rules out the pool's stage twins) to time one binary."""
-    first: dict[tuple, float] = {}
-    distinct, twins = [], []
-    for seconds, config in scored:
-        key = twin_key(config)
-        earlier = first.get(key)
-        if earlier is not None and math.isclose(seconds, earlier, rel_tol=1e-9):
-            twins.append(config)
-        else:
-            first.setdefault(key, seconds)
-            distinct.append(config)
-    return distinct + twins
 
 
 class Tuner:

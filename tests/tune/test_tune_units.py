@@ -397,19 +397,3 @@ def test_gpu_selection_and_device_names():
     assert sku_for_device("NVIDIA H100 PCIe", hopper) == "h100-pcie"
     assert sku_for_device("NVIDIA H100 80GB HBM3", hopper) is None  # SXM or PCIe: the family's profile
     assert sku_for_device("NVIDIA L40S", ["rtx4090", "l4", "l40s"]) == "l40s"
-
-
-def test_seeds_put_num_stages_twins_with_the_same_estimate_after_every_distinct_config():
-    from kernelrules.config import KernelConfig
-    from kernelrules.tune.driver import distinct_first
-
-    def config(block, warps, stages):
-        return KernelConfig(constexprs={"BLOCK_N": block}, num_warps=warps, num_stages=stages)
-
-    scored = [(1.0, config(1024, 4, 1)), (1.0, config(1024, 4, 2)), (1.0, config(1024, 4, 3)),
-              (1.5, config(2048, 8, 1)), (1.5, config(2048, 8, 2)), (2.0, config(512, 4, 1)),
-              (2.5, config(512, 4, 2))]  # a dot kernel's twins differ in time: they stay in place
-    ordered = distinct_first(scored)
-    assert [(c.constexprs["BLOCK_N"], c.num_stages) for c in ordered] == [
-        (1024, 1), (2048, 1), (512, 1), (512, 2), (1024, 2), (1024, 3), (2048, 2)]
-    assert distinct_first([]) == []
