@@ -33,7 +33,8 @@ from kernelrules.tune import tune
 result = tune(sys.argv[1], arch=sys.argv[2], interpret=True, trials=1, storage=sys.argv[3], stage="compiled",
               cache_dir=sys.argv[4], top_k=1, rounds=1, model_seeds=1)
 first = min(r["elapsed_s"] for r in result.records if r.get("elapsed_s") is not None)
-print(json.dumps({"first_record_s": first, "status": result.records[0]["status"]}))
+print(json.dumps({"first_record_s": first, "status": result.records[0]["status"],
+                  "startup": result.summary.get("startup")}))
 """
 
 

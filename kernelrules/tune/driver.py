@@ -308,7 +308,6 @@ class Tuner:
             workers = self._start_workers()
             self.workers = workers
             self._mark("workers_started")
-            warm_sampler_imports(o.sampler)
             self._open()
             self._mark("study_opened")
             judged = self.gate.prejudge(self.configs)
@@ -324,6 +323,9 @@ class Tuner:
                 for config in first_compiles(seeds, self._capacity(), self._compiled_first):
                     stream.want(config)
             self._mark("seeded")
+            # not earlier: the import holds the GIL for a second or more, which slowed the study's opening and
+            # the space's judging on the critical path; from here this thread mostly waits on pipes
+            warm_sampler_imports(o.sampler)
             self._await_workers(workers)
             self._mark("workers_ready")
             self._loop(workers, stream)
