@@ -19,7 +19,6 @@ the framing below is shared by both.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import pickle
@@ -28,7 +27,6 @@ import signal
 import struct
 import sys
 import tempfile
-from typing import Iterator
 
 from ..discover.pysource import use_views
 from .compilejob import CompileJob, CompileResult
@@ -127,38 +125,13 @@ def _run_captured(job: CompileJob, capture_fd: int, use_triton_cache: bool) -> C
 
 
 def _warm_up() -> None:
-    """Pay one-time costs before saying ready: libtriton, and the specializer's set-up.
-
-    Triton's native specializer imports torch once, at its first call, only to give
-    ``torch.Tensor`` arguments a fast path; without torch the same handler is reached
-    through the ``data_ptr`` attribute. A worker specializes stand-in pointers only, so
-    it initialises the specializer with torch hidden and never pays torch's import
-    (seconds with a CUDA build). The specializer does not retry the import later.
-    """
+    """Pay one-time costs before saying ready: libtriton, and the specializer's set-up (without
+    torch's import: :func:`kernelrules.compile.specialize.init_specializer_without_torch`)."""
     import triton.compiler  # noqa: F401 - loads libtriton
 
-    try:
-        from triton.runtime.jit import mangle_type
+    from .specialize import init_specializer_without_torch
 
-        from .specialize import StandInPointer
-
-        with _without_torch():
-            mangle_type(StandInPointer("fp16"))
-    except Exception:  # noqa: BLE001 - only a warm-up
-        pass
-
-
-@contextlib.contextmanager
-def _without_torch() -> Iterator[None]:
-    """Make ``import torch`` fail inside the block (an ImportError), unless torch is imported already."""
-    hidden = "torch" not in sys.modules
-    if hidden:
-        sys.modules["torch"] = None  # type: ignore[assignment] - the documented way to block an import
-    try:
-        yield
-    finally:
-        if hidden and sys.modules.get("torch", 0) is None:
-            del sys.modules["torch"]
+    init_specializer_without_torch()
 
 
 #: How much lower than its parent's a worker's CPU priority is (``nice``; ptxas inherits it).

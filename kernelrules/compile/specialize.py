@@ -34,9 +34,12 @@ A signature spec maps every non-constexpr parameter to one of:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import sys
+import threading
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from . import descriptor
 from ..errors import SignatureSpecError
@@ -102,6 +105,48 @@ class StandInPointer:
     @staticmethod
     def data_ptr() -> int:
         return _ALIGNED_ADDRESS
+
+
+@contextlib.contextmanager
+def without_torch() -> Iterator[None]:
+    """Make ``import torch`` fail inside the block (an ImportError), unless torch is imported already."""
+    hidden = "torch" not in sys.modules
+    if hidden:
+        sys.modules["torch"] = None  # type: ignore[assignment] - the documented way to block an import
+    try:
+        yield
+    finally:
+        if hidden and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+
+
+_specializer_ready = False
+_specializer_lock = threading.Lock()
+
+
+def init_specializer_without_torch() -> None:
+    """Set up Triton's argument specializer in this process without importing torch (once).
+
+    Triton's native specializer imports torch at its first call, when torch is installed, only
+    to give ``torch.Tensor`` arguments a fast path; without it the same handler is reached
+    through the ``data_ptr`` attribute, so every launch specializes the same way. kernelrules
+    specializes stand-in pointers only, and torch's import costs seconds (1.5 s on a 2-core CPU
+    with the CPU build, more with a CUDA build) on the critical path of ``kernelrules lint`` and
+    of ``tune``'s start. The specializer does not retry the import later; ``import torch`` itself
+    works again right after. A process that has imported torch already is left as it is.
+    """
+    global _specializer_ready
+    with _specializer_lock:
+        if _specializer_ready:
+            return
+        _specializer_ready = True
+        try:
+            from triton.runtime.jit import mangle_type
+
+            with without_torch():
+                mangle_type(StandInPointer("fp16"))
+        except Exception:  # noqa: BLE001 - a Triton without it (or that needs torch here): set up on first use
+            pass
 
 
 def _stable_repr(value: Any) -> Any:
@@ -250,6 +295,7 @@ def specialize(
     from triton.runtime.jit import create_function_from_signature
 
     binder = create_function_from_signature(fn.signature, fn.params, backend)
+    init_specializer_without_torch()
     try:
         bound, specialization, _options = binder(**kwargs)
     except TypeError as exc:  # unsupported argument object or a binding problem

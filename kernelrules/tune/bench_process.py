@@ -245,7 +245,8 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
         import triton
 
         device = "cpu (TRITON_INTERPRET=1)" if settings.interpret else torch.cuda.get_device_name(0)
-        conn.send(("ready", {"pid": os.getpid(), "device": device, "torch": torch.__version__,
+        conn.send(("ready", {"pid": os.getpid(), "device": device, "torch": str(torch.__version__),  # a plain str: a
+                             # TorchVersion would make the driver import torch (seconds) just to unpickle it
                              "triton": triton.__version__}))
     except BaseException as exc:  # noqa: BLE001 - the driver turns this into one clear error
         conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))

@@ -6,6 +6,7 @@ The reference is Triton's own JIT: a stub driver stands in for the GPU and
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -218,3 +219,38 @@ def test_fixed_constexprs_and_type_aliases(matmul):
     assert ours.signature["M"] == "i32" and "M" not in ours.attrs_by_name()
     assert ours.constexprs_by_name()["GROUP_SIZE_M"] == 8
     assert textwrap.dedent(str(ours.key_data()))  # JSON-friendly summary exists
+
+
+_SPECIALIZE_IN_A_FRESH_PROCESS = """
+import json, sys
+{first}
+from kernelrules.compile.compilejob import CompileJob, prepare
+spec = {{"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": 4096, "N": 4096, "K": 4096, "stride_am": 4096,
+        "stride_ak": 1, "stride_bk": 4096, "stride_bn": 1, "stride_cm": 4096, "stride_cn": 1}}
+job = CompileJob(sys.argv[1], "matmul_kernel", spec, {{"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_SIZE_M": 8}},
+                 {{"num_warps": 4, "num_stages": 3}}, ("cuda", 90, 32))
+key = prepare(job)[1].key_data()
+loaded = "torch" in sys.modules
+import torch  # the import works again afterwards
+print(json.dumps({{"key": repr(key), "torch_loaded_by_specializing": loaded}}))
+"""
+
+
+def test_specializing_does_not_import_torch_and_gives_the_same_key():
+    """Triton's native specializer imports torch at its first call only for a fast path; kernelrules
+    sets it up with torch hidden (seconds saved at the start of a lint or tune), and the key is the
+    one a process with torch imported first gets."""
+    import json
+    import subprocess
+
+    pytest.importorskip("torch")
+    matmul = str(Path(__file__).resolve().parents[2] / "examples" / "matmul.py")
+    runs = {}
+    for label, first in (("plain", ""), ("torch first", "import torch")):
+        code = _SPECIALIZE_IN_A_FRESH_PROCESS.format(first=first)
+        done = subprocess.run([sys.executable, "-c", code, matmul], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs[label] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert runs["plain"]["torch_loaded_by_specializing"] is False
+    assert runs["torch first"]["torch_loaded_by_specializing"] is True
+    assert runs["plain"]["key"] == runs["torch first"]["key"]
