@@ -528,6 +528,9 @@ GC_THRESHOLDS = (100_000, 50, 100)
 def main() -> None:
     """Entry point: run the app, turning user errors into one line and exit code 2."""
     gc.set_threshold(*GC_THRESHOLDS)  # this process only: the library leaves it alone
+    from .compile.specialize import hide_torch_from_specializer
+
+    hide_torch_from_specializer()  # this process launches no kernel with torch tensors: spare torch's import
     try:
         _run_app()
     finally:

@@ -122,6 +122,19 @@ def without_torch() -> Iterator[None]:
 
 _specializer_ready = False
 _specializer_lock = threading.Lock()
+#: Whether this process sets the specializer up without torch at its first specialization
+#: (:func:`hide_torch_from_specializer`); the library leaves a user's process alone.
+_hide_torch = False
+
+
+def hide_torch_from_specializer() -> None:
+    """In this process, set Triton's specializer up without torch at the first specialization.
+
+    For processes of kernelrules' own that never launch a kernel with torch tensors: the CLI and
+    ``tune``'s driver (the compile workers set it up at start). Not in a user's process, where
+    the specializer's ``torch.Tensor`` fast path serves the user's own launches."""
+    global _hide_torch
+    _hide_torch = True
 
 
 def init_specializer_without_torch() -> None:
@@ -132,8 +145,9 @@ def init_specializer_without_torch() -> None:
     through the ``data_ptr`` attribute, so every launch specializes the same way. kernelrules
     specializes stand-in pointers only, and torch's import costs seconds (1.5 s on a 2-core CPU
     with the CPU build, more with a CUDA build) on the critical path of ``kernelrules lint`` and
-    of ``tune``'s start. The specializer does not retry the import later; ``import torch`` itself
-    works again right after. A process that has imported torch already is left as it is.
+    of ``tune``'s start. The specializer does not retry the import later (a torch tensor launched
+    from this process then takes the ``data_ptr`` path); ``import torch`` itself works again right
+    after. A process that has imported torch already is left as it is.
     """
     global _specializer_ready
     with _specializer_lock:
@@ -295,7 +309,8 @@ def specialize(
     from triton.runtime.jit import create_function_from_signature
 
     binder = create_function_from_signature(fn.signature, fn.params, backend)
-    init_specializer_without_torch()
+    if _hide_torch:
+        init_specializer_without_torch()
     try:
         bound, specialization, _options = binder(**kwargs)
     except TypeError as exc:  # unsupported argument object or a binding problem

@@ -294,6 +294,9 @@ class Tuner:
     def run(self) -> TuneResult:
         o = self.options
         from ..compile.cache import ResultCache
+        from ..compile.specialize import hide_torch_from_specializer
+
+        hide_torch_from_specializer()  # the driver launches nothing (its workers do): spare torch's import
 
         cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
         self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout, cache=cache,

@@ -236,21 +236,23 @@ print(json.dumps({{"key": repr(key), "torch_loaded_by_specializing": loaded}}))
 """
 
 
-def test_specializing_does_not_import_torch_and_gives_the_same_key():
-    """Triton's native specializer imports torch at its first call only for a fast path; kernelrules
-    sets it up with torch hidden (seconds saved at the start of a lint or tune), and the key is the
-    one a process with torch imported first gets."""
+def test_the_cli_and_tune_specialize_without_importing_torch_and_get_the_same_key():
+    """Triton's native specializer imports torch at its first call only for a fast path; the CLI and
+    tune's driver (``hide_torch_from_specializer``) set it up with torch hidden (seconds saved at the
+    start of a lint or tune), and the key is the one a process with torch imported first gets. A
+    library user's process is left alone."""
     import json
     import subprocess
 
     pytest.importorskip("torch")
     matmul = str(Path(__file__).resolve().parents[2] / "examples" / "matmul.py")
+    hide = "from kernelrules.compile.specialize import hide_torch_from_specializer; hide_torch_from_specializer()"
     runs = {}
-    for label, first in (("plain", ""), ("torch first", "import torch")):
+    for label, first in (("cli", hide), ("library", ""), ("torch first", "import torch; " + hide)):
         code = _SPECIALIZE_IN_A_FRESH_PROCESS.format(first=first)
         done = subprocess.run([sys.executable, "-c", code, matmul], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         runs[label] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert runs["plain"]["torch_loaded_by_specializing"] is False
-    assert runs["torch first"]["torch_loaded_by_specializing"] is True
-    assert runs["plain"]["key"] == runs["torch first"]["key"]
+    assert runs["cli"]["torch_loaded_by_specializing"] is False
+    assert runs["library"]["torch_loaded_by_specializing"] is True
+    assert runs["cli"]["key"] == runs["library"]["key"] == runs["torch first"]["key"]
