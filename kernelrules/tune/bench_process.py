@@ -92,6 +92,16 @@ class _Session:
                                      f"{name} unwritten or not finite at {where} (outputs are poisoned first; NaN "
                                      f"from the inputs? try init: rand): pick another reference config")
 
+    def harness_edges(self) -> list[dict]:
+        """The launch signatures of a harness problem's edge shapes (:mod:`kernelrules.tune.harness_edges`)."""
+        settings = self.settings
+        if settings.interpret or not settings.edge_probe_configs or not self.spec.harness:
+            return []
+        from .harness_edges import harness_edge_signatures
+
+        return harness_edge_signatures(self.runner, self.spec, settings.edge_probe_configs, settings.space_signature,
+                                       lambda sizes: self.case(sizes, self.spec.seeds[0])[0])
+
     def sets_for_timing(self) -> list[dict]:
         """Input sets to rotate through while timing: several copies when they fit in L2."""
         if self.timing_sets is None:
@@ -241,13 +251,14 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
     try:
         session = _Session(settings, conn)
         session.check_reference()
+        edges = session.harness_edges()
         import torch
         import triton
 
         device = "cpu (TRITON_INTERPRET=1)" if settings.interpret else torch.cuda.get_device_name(0)
         conn.send(("ready", {"pid": os.getpid(), "device": device, "torch": str(torch.__version__),  # a plain str: a
                              # TorchVersion would make the driver import torch (seconds) just to unpickle it
-                             "triton": triton.__version__}))
+                             "triton": triton.__version__, "edge_signatures": edges}))
     except BaseException as exc:  # noqa: BLE001 - the driver turns this into one clear error
         conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))
         return

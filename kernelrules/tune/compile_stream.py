@@ -61,6 +61,11 @@ class CompileStream:
         for side in self._side_jobs(config) if self._side_jobs else []:  # compiled after it; no verdict
             self._feed.put(side)
 
+    def side(self, jobs: Iterable[Any]) -> None:
+        """Compile ``jobs`` too, for no verdict (side jobs learned after their configs were wanted)."""
+        for job in jobs:
+            self._feed.put(job)
+
     def pop(self, configs: Iterable[KernelConfig]) -> dict[str, Any]:
         """The verdicts on those of ``configs`` whose compiles are over, by config key (then forgotten).
 

@@ -237,12 +237,21 @@ class Tuner:
         for index, gpu in enumerate(gpus):
             settings = WorkerSettings(spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret,
                                       triton_cache_dir=cache, warmup_ms=o.warmup_ms, rep_ms=o.rep_ms,
-                                      max_error=o.max_error, timer=o.timer, l2_bytes=int(self.arch.flat().get("l2_bytes") or 0))
+                                      max_error=o.max_error, timer=o.timer, l2_bytes=int(self.arch.flat().get("l2_bytes") or 0),
+                                      **self._edge_probe(cache))
             workers.append(BenchWorker(index, settings, compile_timeout=o.compile_timeout,
                                        bench_timeout=o.bench_timeout))
         for worker in workers:
             worker.start()
         return workers
+
+    def _edge_probe(self, triton_cache: str | None) -> dict[str, Any]:
+        """What a worker needs to read a harness problem's edge-shape signatures: two configs (the first
+        and last of the space) and the space's signature; nothing for other problems or without a shared cache."""
+        if not (self.spec.harness and self.spec.edge_sizes and triton_cache and self.options.stage == "compiled"):
+            return {}
+        probes = [self.configs[0].to_dict(), self.configs[-1].to_dict()]
+        return {"edge_probe_configs": probes, "space_signature": dict(self.space.signature)}
 
     def _await_workers(self, workers: list) -> None:
         """Wait until every worker is ready; one that cannot start is a one-line error."""
@@ -313,6 +322,8 @@ class Tuner:
             self._mark("workers_started")
             self._open()
             self._mark("study_opened")
+            # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
+            warming = warm_sampler_imports(o.sampler)
             judged = self.gate.prejudge(self.configs)
             self._mark("space_judged")
             if o.stage == "compiled":
@@ -322,15 +333,15 @@ class Tuner:
                                  "codes": dict(collections.Counter(c for j in rejected for c in j.codes))}
             self.study.set_user_attr("kr_config_stage", self.config_stage)
             seeds = self._seed()
-            if stream is not None:  # the loop's first compiles, while the workers start
-                for config in first_compiles(seeds, self._capacity(), self._compiled_first):
-                    stream.want(config)
+            first = first_compiles(seeds, self._capacity(), self._compiled_first) if stream is not None else []
+            for config in first:  # the loop's first compiles, while the workers start
+                stream.want(config)
             self._mark("seeded")
-            # not earlier: the import holds the GIL for a second or more, which slowed the study's opening and
-            # the space's judging on the critical path; from here this thread mostly waits on pipes
-            warm_sampler_imports(o.sampler)
             self._await_workers(workers)
+            if warming is not None:  # the sampler imports it at its first proposal: never two threads at once
+                warming.join()
             self._mark("workers_ready")
+            self._learn_harness_edges(workers, stream, first)
             self._loop(workers, stream)
             if stream is not None:  # compiles still running (out of time) stop before the final rounds time
                 stream.close()
@@ -356,6 +367,16 @@ class Tuner:
             if hasattr(self, "heartbeat"):
                 self.heartbeat.stop()
             self.gate.close()
+
+    def _learn_harness_edges(self, workers: list, stream: Any, wanted: Sequence[KernelConfig]) -> None:
+        """Compile each candidate at the edge shapes a harness problem's worker read from its harness
+        (:mod:`kernelrules.tune.harness_edges`), the first candidates, already compiling, included."""
+        signatures = (workers[0].info or {}).get("edge_signatures") if workers and stream is not None else None
+        if signatures and self.gate.add_edge_signatures(signatures):
+            for config in wanted:
+                stream.side(self.gate.edge_jobs(config))
+            self.notes.append(f"the harness's {len(signatures)} edge-shape signature(s) are compiled beside each "
+                              f"candidate")
 
     def _mark(self, step: str) -> None:
         """Seconds from the run's start to the end of a start-up step (the summary's ``startup``)."""

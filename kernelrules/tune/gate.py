@@ -74,9 +74,19 @@ class Gate:
         self.timeout = timeout
         #: The kernel at the problem's edge shapes (kernelrules.tune.edge_shapes): compiled beside each candidate,
         #: only to fill the Triton cache the benchmark worker's checks launch from (none without that cache).
-        self.edge_targets = [replace(self.target, signature=dict(s)) for s in edge_signatures] if triton_cache_dir else []
+        self.shared_triton_cache = bool(triton_cache_dir)
+        self.edge_targets: list[KernelTarget] = []
+        self.add_edge_signatures(edge_signatures)
         self.config_stage: dict[tuple, Judgement] = {}
         self.model: Any = None  # the resource model learned by prejudge (the perf model uses it)
+
+    def add_edge_signatures(self, signatures: Sequence[Mapping[str, Any]]) -> bool:
+        """Compile every later candidate at these edge-shape signatures too (when the gate has none yet and
+        shares the worker's Triton cache); whether they were taken."""
+        if self.edge_targets or not self.shared_triton_cache or not signatures:
+            return False
+        self.edge_targets = [replace(self.target, signature=dict(s)) for s in signatures]
+        return True
 
     def prejudge(self, configs: Sequence[KernelConfig]) -> dict[tuple, Judgement]:
         """Judge the whole space at the config stage (learns the resource model first)."""

@@ -261,26 +261,27 @@ class HarnessRunner:
         if not self.outputs:
             raise ValueError(f"harness {name} has no 'outputs' list")
 
-    def _harness(self, sizes: Mapping[str, int]) -> Any:
+    def harness_for(self, sizes: Mapping[str, int]) -> Any:
+        """The harness instance for ``sizes`` (one per distinct sizes)."""
         key = tuple(sorted(sizes.items()))
         if key not in self._instances:
             self._instances[key] = self.cls(dict(sizes), self.device)
         return self._instances[key]
 
     def make(self, sizes: Mapping[str, int], seed: int) -> dict[str, Any]:
-        return dict(self._harness(sizes).make(seed))
+        return dict(self.harness_for(sizes).make(seed))
 
     def launch(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int],
                warmup: bool = False) -> Any:
-        return self._harness(sizes).launch(self.kernel, tensors, launch_options(config))
+        return self.harness_for(sizes).launch(self.kernel, tensors, launch_options(config))
 
     def prepare(self, config: Mapping[str, Any], tensors: Mapping[str, Any], sizes: Mapping[str, int]
                 ) -> Callable[[], Any]:
-        harness, options = self._harness(sizes), launch_options(config)
+        harness, options = self.harness_for(sizes), launch_options(config)
         return lambda: harness.launch(self.kernel, tensors, options)
 
     def reference(self, tensors: Mapping[str, Any], sizes: Mapping[str, int], precise: bool = True) -> dict[str, Any]:
-        harness = self._harness(sizes)
+        harness = self.harness_for(sizes)
         if not precise:
             method = getattr(harness, "reference_lowp", None)
             if method is None:
@@ -290,7 +291,7 @@ class HarnessRunner:
         return {k: v.double() if v.dtype.is_floating_point else v for k, v in result.items()}
 
     def baseline(self, tensors: Mapping[str, Any], sizes: Mapping[str, int]) -> Callable[[], Any]:
-        harness = self._harness(sizes)
+        harness = self.harness_for(sizes)
         method = getattr(harness, "baseline", None)
         if method is None:
             return lambda: harness.reference(tensors)

@@ -48,6 +48,11 @@ class WorkerSettings:
     interpret_runs: int = 3
     l2_bytes: int = 0
     env: dict[str, str] = field(default_factory=dict)
+    #: For a harness problem with edge shapes (and a shared Triton cache): two configs of the space and the space's
+    #: signature, with which the worker reads the edge shapes' launch signatures at start
+    #: (:mod:`kernelrules.tune.harness_edges`) and reports them in its ``ready`` message.
+    edge_probe_configs: list[dict] = field(default_factory=list)
+    space_signature: dict = field(default_factory=dict)
 
 
 def visible_device(gpu: str, inherited: str | None) -> str:

@@ -100,3 +100,103 @@ def test_the_gates_stream_compiles_each_candidate_at_the_edge_shapes_into_the_sh
     finally:
         stream.close()
         gate.close()
+
+
+# -- a harness problem: the worker reads the edge shapes' signatures from the harness's own launch -------------
+
+HARNESS = REPO / "tests" / "fixtures" / "tune" / "harness.yaml"
+
+
+def harness_problem(tmp_path: Path, launch: str | None = None):
+    """The fixture harness problem (faulty.py through scale_harness.py), its launch optionally rewritten."""
+    folder = REPO / "tests" / "fixtures" / "tune"
+    for name in ("harness.yaml", "faulty.py", "scale_harness.py"):
+        shutil.copy(folder / name, tmp_path / name)
+    if launch is not None:
+        path = tmp_path / "scale_harness.py"
+        path.write_text(path.read_text().replace('kernel[grid](tensors["x"], tensors["y"], self.n, **config)', launch))
+    space = load_space(tmp_path / "harness.yaml")
+    return space, load_problem(space)
+
+
+def read_edges(space, spec):
+    pytest.importorskip("torch")
+    from kernelrules.tune.harness_edges import harness_edge_signatures
+    from kernelrules.tune.launch import HarnessRunner
+
+    runner = HarnessRunner(spec, "cpu")
+    configs = [c.to_dict() for c in space.configs()]
+    return harness_edge_signatures(runner, spec, [configs[0], configs[-1]], dict(space.signature),
+                                   lambda sizes: runner.make(sizes, 0))
+
+
+def test_a_harness_problems_edge_signature_is_read_from_its_launch_without_launching(tmp_path):
+    space, spec = harness_problem(tmp_path)
+    assert space.signature == {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": 64}
+    assert read_edges(space, spec) == [{"x_ptr": "*fp32", "y_ptr": "*fp32", "n": 50}]
+
+
+def test_no_harness_edge_signatures_when_they_cannot_be_trusted(tmp_path):
+    """A launch whose integer depends on the config (one binary per config), a harness that launches
+    twice, or one whose own-size launch disagrees with the space file: none (the worker compiles them)."""
+    per_config = 'kernel[grid](tensors["x"], tensors["y"], self.n + config["BLOCK"] - 16, **config)'
+    assert read_edges(*harness_problem(tmp_path, per_config)) == []
+    twice = 'kernel[grid](tensors["x"], tensors["y"], self.n, **config); kernel[grid](tensors["x"], tensors["y"], self.n, **config)'
+    assert read_edges(*harness_problem(tmp_path, twice)) == []
+    other_dtype = 'kernel[grid](tensors["x"].double(), tensors["y"], self.n, **config)'
+    assert read_edges(*harness_problem(tmp_path, other_dtype)) == []
+    raises = 'kernel.run(tensors["x"], tensors["y"], self.n, grid=grid, **config)'
+    assert read_edges(*harness_problem(tmp_path, raises)) == []
+
+
+def test_the_gate_takes_learned_edge_signatures_once_and_only_with_a_shared_cache(tmp_path):
+    from kernelrules.arch import load_arch
+    from kernelrules.tune.gate import Gate
+
+    space, _spec = harness_problem(tmp_path)
+    edge = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": 50}
+    config = next(iter(space.configs()))
+    without = Gate(space, load_arch("ampere"), stage="compiled")
+    try:
+        assert not without.add_edge_signatures([edge]) and without.edge_jobs(config) == []
+    finally:
+        without.close()
+    shared = Gate(space, load_arch("ampere"), stage="compiled", triton_cache_dir=str(tmp_path / "triton"))
+    try:
+        assert shared.add_edge_signatures([edge])
+        assert not shared.add_edge_signatures([{**edge, "n": 40}])  # the first signatures stay
+        [job] = shared.edge_jobs(config)
+        assert job.signature["n"] == 50 and shared.job(config).signature["n"] == 64
+    finally:
+        shared.close()
+
+
+def test_the_driver_sends_the_probe_and_compiles_the_learned_edges_of_the_first_candidates_too(tmp_path):
+    from kernelrules.tune.driver import Tuner, TuneOptions
+    from kernelrules.tune.gate import Gate
+
+    space, _spec = harness_problem(tmp_path)
+    tuner = Tuner(tmp_path / "harness.yaml", TuneOptions(arch="ampere", stage="compiled"))
+    probe = tuner._edge_probe(str(tmp_path / "triton"))
+    assert probe["space_signature"] == space.signature
+    assert [c["BLOCK"] for c in probe["edge_probe_configs"]] == [16, 32]
+    assert tuner._edge_probe(None) == {}  # no shared Triton cache (--interpret): nothing to fill
+
+    class Worker:
+        info = {"edge_signatures": [{"x_ptr": "*fp32", "y_ptr": "*fp32", "n": 50}]}
+
+    class Stream:
+        jobs: list = []
+
+        def side(self, jobs):
+            self.jobs.extend(jobs)
+
+    tuner.gate = Gate(space, tuner.arch, stage="compiled", triton_cache_dir=str(tmp_path / "triton"))
+    try:
+        stream, first = Stream(), list(space.configs())[:1]
+        tuner._learn_harness_edges([Worker()], stream, first)
+        assert [j.signature["n"] for j in stream.jobs] == [50]
+        assert [j.signature["n"] for j in tuner.gate.edge_jobs(first[0])] == [50]
+        assert any("edge-shape signature" in n for n in tuner.notes)
+    finally:
+        tuner.gate.close()
