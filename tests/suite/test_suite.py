@@ -206,3 +206,25 @@ def test_live_paired_judges_the_pick_by_its_interleaved_median():
     assert suite_live_paired.paired_row("p__small", {"records": records}) is None
     rows = suite_live_paired.rows_of(REPO / "benchmarks" / "results" / "suite" / "live-edd724f")
     assert len(rows) == 43 and sum(r["within"] for r in rows) == 40
+
+
+@pytest.mark.parametrize("problem", ["cross_entropy/skinny", "cross_entropy/small", "fp8_gemm/small", "moe_gemm/small",
+                                     "splitk_gemm/small"])
+def test_the_suite_harnesses_give_their_edge_signatures(problem):
+    """Each suite harness problem with edge shapes is recorded at its own sizes exactly as its space file's
+    signature says, so tune's gate compiles its edge shapes (kernelrules.tune.harness_edges; on the CPU, with
+    CPU tensors: nothing is launched). persistent_tma/small passes the GPU's SM count, which a CPU lacks."""
+    pytest.importorskip("torch")
+    from kernelrules.space import load_space
+    from kernelrules.tune.harness_edges import harness_edge_signatures
+    from kernelrules.tune.launch import HarnessRunner
+    from kernelrules.tune.problem import load_problem
+
+    space = load_space(SUITE / f"{problem}.tune.yaml")
+    spec = load_problem(space)
+    runner = HarnessRunner(spec, "cpu")
+    configs = [c.to_dict() for c in space.configs()]
+    edges = harness_edge_signatures(runner, spec, [configs[0], configs[-1]], dict(space.signature),
+                                    lambda sizes: runner.make(sizes, 0))
+    assert len(edges) == len(spec.edge_sizes) >= 1
+    assert all(set(e) == set(space.signature) and e != space.signature for e in edges)
