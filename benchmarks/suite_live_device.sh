@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call of live `kernelrules tune` runs on suite problems, packed into one file.
 #
-#   bash benchmarks/suite_live_device.sh UNTIL_SECONDS BUDGET_SECONDS FAMILY/SHAPE=TARGET_MS ...
+#   [METHOD=tpe-raw] bash benchmarks/suite_live_device.sh UNTIL_SECONDS BUDGET_SECONDS FAMILY/SHAPE=TARGET_MS ...
 #
 # Installs kernelrules and the wheels of .whl (carry: [".whl"]; docs/suite.md lists them), then
 # runs benchmarks/suite_live_tune.sh for each problem while at least BUDGET + 20 s are left of

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Live `kernelrules tune` runs on suite problems, to set against the replay (docs/suite.md).
 #
-#   bash benchmarks/suite_live_tune.sh SECONDS FAMILY/SHAPE=TARGET_MS ...   (GPU machine, after suite_device.sh)
+#   [METHOD=tpe-raw] bash benchmarks/suite_live_tune.sh SECONDS FAMILY/SHAPE=TARGET_MS ...   (GPU machine, after suite_device.sh)
 #
-# Each run: benchmarks/h200_tune.py --methods kernelrules with a time budget, its target
-# the sweep's best time; after the budget (outside it) the sweep's best config is timed alone in the
-# same way (``timed_config``); the run's JSON (with KR_COMMIT and the date) goes to $OUT/live-<family>__<shape>.json.
+# Each run: benchmarks/h200_tune.py --methods $METHOD (default kernelrules; tpe-raw is TPE on the raw space,
+# the baseline) with a time budget, its target the sweep's best time; after the budget (outside it) the
+# sweep's best config is timed alone in the same way (``timed_config``); the run's JSON (with KR_COMMIT and the
+# date) goes to $OUT/live-<family>__<shape>.json (kernelrules) or $OUT/<method>-<family>__<shape>.json.
 set -u
 seconds=$1; shift
 export PYTHONPATH=$PWD/.suite-work/site PYTHONUNBUFFERED=1  # installed there by suite_device.sh
+method=${METHOD:-kernelrules}
+prefix=live; [ "$method" = kernelrules ] || prefix=$method
 for item in "$@"; do
   problem=${item%%=*}; target=${item#*=}
   name=${problem/\//__}
-  live=.suite-work/live/$name
+  live=.suite-work/$prefix/$name
   best=$(python3 benchmarks/suite_live_targets.py --best-config "$name")
   python3 benchmarks/h200_tune.py --out "$live" --space "benchmarks/suite/$problem.tune.yaml" \
-    --methods kernelrules --time-budget "$seconds" --target-ms "$target" --time-config "$best" 2>&1 | tail -8
-  python3 benchmarks/suite_stamp_run.py "$live/run-kernelrules-0.json" "$OUT/live-$name.json"
+    --methods "$method" --time-budget "$seconds" --target-ms "$target" --time-config "$best" 2>&1 | tail -8
+  python3 benchmarks/suite_stamp_run.py "$live/run-$method-0.json" "$OUT/$prefix-$name.json"
 done

@@ -319,6 +319,8 @@ def _reproduce(w) -> None:
     w("bash benchmarks/suite_device.sh 540 [FAMILY,...]            # sweep until a deadline; writes $OUT/suite-work.tgz")
     w("bash benchmarks/suite_live_device.sh 540 40 rmsnorm/large=0.1335 ...  # live tune runs (40 s each) against "
       "the sweep's best; writes $OUT/suite-live.tgz")
+    w("METHOD=tpe-raw bash benchmarks/suite_live_device.sh 540 120 ...  # the same with TPE on the raw space "
+      "(tpe-raw-*.json; compare: benchmarks/suite_live_vs_tpe.py)")
     w("```")
     w("")
     w("Then here (no GPU):")

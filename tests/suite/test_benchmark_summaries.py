@@ -83,3 +83,30 @@ def test_recorded_results_hold_no_machine_paths(bench, tmp_path):
                "space_file": str(ROOT / "examples" / "matmul.tune.yaml")}
     assert bench.portable(summary, tmp_path) == {"storage": "sqlite:///OUT/kernelrules-0/study.db",
                                                  "space_file": "examples/matmul.tune.yaml"}
+
+
+def test_live_against_tpe_ratios_and_a_lower_bound_for_a_tpe_run_that_never_got_there(tmp_path):
+    """suite_live_vs_tpe.py: the ratio of the two runs' times to 2% of the same reference, per problem; a TPE
+    run that never got within 2% counts its wall time, and the mean is then a lower bound."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import suite_live_vs_tpe as vs
+
+    def run(points, wall):
+        return {"records": [_record(t, "better", ms) for t, ms in points], "timed_config": {"ms": 1.0},
+                "summary": {}, "wall_s": wall}
+
+    ours, tpe = tmp_path / "kr", tmp_path / "tpe"
+    ours.mkdir(), tpe.mkdir()
+    (ours / "live-a__small.json").write_text(json.dumps(run([(5.0, 1.5), (8.0, 1.01)], 40)))
+    (ours / "live-b__small.json").write_text(json.dumps(run([(6.0, 1.0)], 40)))
+    (tpe / "tpe-raw-a__small.json").write_text(json.dumps(run([(10.0, 2.0), (80.0, 1.0)], 120)))
+    (tpe / "tpe-raw-b__small.json").write_text(json.dumps(run([(10.0, 1.5)], 120)))  # never within 2%
+    rows = vs.compare(vs.load(ours, "live-"), vs.load(tpe, "tpe-raw-"))
+    assert [(r["problem"], r["kernelrules_s"], r["tpe_s"], r["tpe_reached"]) for r in rows] == [
+        ("a__small", 8.0, 80.0, True), ("b__small", 6.0, 120.0, False)]
+    assert [r["ratio"] for r in rows] == [10.0, 20.0]
+    s = vs.summary(rows)
+    assert s["geomean_ratio"] == pytest.approx((10.0 * 20.0) ** 0.5) and s["lower_bound"] and s["at_least_5x"] == 2
+    assert ">= 120.0" in vs.table(rows) and ">= 20.0x" in vs.table(rows)

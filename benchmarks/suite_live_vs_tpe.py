@@ -1,0 +1,84 @@
+"""Live `kernelrules tune` against live TPE on the raw space: time to within 2% of the sweep's best, per problem.
+
+    python benchmarks/suite_live_vs_tpe.py KERNELRULES_SERIES TPE_SERIES [--table]
+
+``KERNELRULES_SERIES`` holds ``live-<family>__<shape>.json`` (``suite_live_device.sh``), ``TPE_SERIES``
+``tpe-raw-<family>__<shape>.json`` (the same script with ``METHOD=tpe-raw``): each run's time to 2% is
+when its best-so-far came within 2% of the sweep's best config timed by the same run
+(:func:`suite_live_ab_summary.summarize`). A TPE run that never got there counts its wall time, so its
+ratio is a lower bound (printed with ``>=``); a kernelrules run that never got there has no ratio. The
+issue's target: kernelrules at least 5x sooner, geometric mean over the problems.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from suite_live_ab_summary import summarize  # noqa: E402
+
+
+def load(folder: Path, prefix: str) -> dict[str, dict]:
+    """The runs of one series by problem name."""
+    return {p.stem.removeprefix(prefix): json.loads(p.read_text()) for p in sorted(folder.glob(f"{prefix}*.json"))}
+
+
+def compare(ours: dict[str, dict], tpe: dict[str, dict]) -> list[dict]:
+    """One row per problem in both series: each side's seconds to 2%, the ratio and whether it is a lower bound."""
+    rows = []
+    for name in sorted(set(ours) & set(tpe)):
+        mine, theirs = summarize(ours[name])["to_2pct_s"], summarize(tpe[name])["to_2pct_s"]
+        censored = theirs is None
+        if censored:
+            theirs = float(tpe[name].get("wall_s") or 0.0) or None
+        ratio = theirs / mine if mine and theirs else None
+        rows.append({"problem": name, "kernelrules_s": mine, "tpe_s": theirs, "tpe_reached": not censored,
+                     "ratio": ratio})
+    return rows
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summary(rows: list[dict]) -> dict:
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    return {"problems": len(rows), "with_ratio": len(ratios), "geomean_ratio": geomean(ratios),
+            "lower_bound": any(not r["tpe_reached"] for r in rows if r["ratio"]),
+            "at_least_5x": sum(r >= 5 for r in ratios), "kernelrules_never": sum(r["kernelrules_s"] is None for r in rows)}
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| problem | kernelrules s to 2% | TPE (raw) s to 2% | ratio |", "|---|---:|---:|---:|"]
+    for r in rows:
+        bound = "" if r["tpe_reached"] else ">= "
+        tpe = f"{bound}{r['tpe_s']:.1f}" if r["tpe_s"] else "–"
+        mine = f"{r['kernelrules_s']:.1f}" if r["kernelrules_s"] is not None else "never"
+        ratio = f"{bound}{r['ratio']:.1f}x" if r["ratio"] else "–"
+        lines.append(f"| {r['problem']} | {mine} | {tpe} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kernelrules", type=Path)
+    parser.add_argument("tpe", type=Path)
+    parser.add_argument("--table", action="store_true")
+    args = parser.parse_args()
+    rows = compare(load(args.kernelrules, "live-"), load(args.tpe, "tpe-raw-"))
+    if args.table:
+        print(table(rows))
+    s = summary(rows)
+    mean = s["geomean_ratio"]
+    print(f"{s['with_ratio']} of {s['problems']} problems with a ratio; geometric mean "
+          f"{'>= ' if s['lower_bound'] else ''}{mean:.2f}x" if mean else f"{s['problems']} problems, no ratio", end="")
+    print(f"; kernelrules at least 5x sooner in {s['at_least_5x']}; kernelrules never within 2% in {s['kernelrules_never']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
