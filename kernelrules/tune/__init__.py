@@ -22,7 +22,7 @@ from typing import Any
 
 
 def tune(space: Any, **options: Any) -> Any:
-    """Run a tuning study; see :class:`kernelrules.tune.driver.TuneOptions` for the options."""
+    """Run a tuning study; see :class:`kernelrules.tune.options.TuneOptions` for the options."""
     from .driver import tune as run
 
     return run(space, **options)

@@ -27,7 +27,8 @@ re-measured interleaved on one GPU together with the problem's baseline (the ref
 implementation) and the winner is named.
 
 Why over 400 lines: the tuner's event loop (ask, gate, compile ahead, time, tell) and its study
-lifecycle; the structure review proposes moving the lifecycle to study.py, left for a later step.
+lifecycle; the structure review proposes moving the lifecycle to study.py, left for a later step. The
+options, candidates, result and perf-model seeds are in :mod:`kernelrules.tune.options` (re-exported here).
 """
 
 from __future__ import annotations
@@ -35,16 +36,15 @@ from __future__ import annotations
 import collections
 import math
 import time
-from dataclasses import dataclass, field
 from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..arch import load_arch
 from ..compile.stage_twins import binds_num_stages
 from ..config import KernelConfig
 from ..errors import KernelrulesError
-from ..predict.ranking import distinct_first, twin_key
+from ..predict.ranking import twin_key
 from ..space import load_space
 from . import records as rec
 from ..expr import safeexpr
@@ -54,87 +54,8 @@ from .gate import Gate, Judgement
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
 from .startup import first_compiles, warm_sampler_imports
+from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .target import arch_name, compiled_stage_blocked, default_study_name
-
-
-@dataclass
-class TuneOptions:
-    """Everything ``kernelrules tune`` takes besides the space file."""
-
-    arch: str | None = None
-    trials: int | None = None
-    time_budget: float | None = None
-    storage: str | None = None
-    study_dir: str | None = None
-    study_name: str | None = None
-    gpus: list[str] | None = None
-    interpret: bool = False
-    seed: int | None = 0
-    jobs: int | None = None
-    compile_timeout: float = 60.0
-    bench_timeout: float = 60.0
-    sampler: str = "auto"
-    stage: str = "compiled"
-    startup_trials: int | None = None
-    top_k: int = 5
-    rounds: int = 5
-    model_seeds: int = 8
-    cache_dir: str | None = None
-    warmup_ms: float = 25.0
-    rep_ms: float = 100.0
-    max_error: float = 0.01
-    timer: str = "held"
-    lookahead: int | None = None  # candidates in flight besides one per GPU (None: see Tuner._capacity)
-    grace: float = 120.0
-    max_duplicates: int = 200
-    seeder: Callable[..., list] | None = None
-    candidate_filter: Callable[[dict], str | None] | None = None  # another tuner's filter: a reason, or None
-    on_record: Callable[[dict], None] | None = None
-    on_progress: Callable[[dict], None] | None = None
-
-
-@dataclass
-class Candidate:
-    trial: Any
-    config: KernelConfig
-    key: str
-    judgement: Judgement | None = None
-
-
-def predicted_to_spill(judgement: Judgement | None) -> bool:
-    """Whether the config stage predicts register spills (REG004, REG001): such a config is slow to
-    compile and rarely the fastest, so it waits until nothing else is left to compile or time."""
-    if judgement is None:
-        return False
-    spill = judgement.facts.get("spill_bytes_predicted")
-    return (isinstance(spill, (int, float)) and spill > 0) or any(w.startswith("REG001 ") for w in judgement.warnings)
-
-
-@dataclass
-class TuneResult:
-    """What a run produced: this run's records and the study's summary (plain JSON)."""
-
-    records: list[dict]
-    summary: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
-
-
-def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mapping[str, Any], count: int,
-                     model: Any = None) -> list[KernelConfig]:
-    """The ``count`` configs the perf model estimates fastest (none when it cannot judge them), each
-    estimate's ``num_stages`` twins after every distinct config (:func:`distinct_first`)."""
-    try:
-        from ..predict.perf_general import estimate_any  # the matmul model for M, N, K kernels, else the general one
-    except ImportError:
-        return []
-    scored = []
-    for config in configs:
-        try:
-            scored.append((float(estimate_any(config, arch, problem, model=model)), config))
-        except Exception:  # noqa: BLE001 - no grid or sizes the models can read, or a config they cannot
-            continue
-    scored.sort(key=lambda pair: pair[0])
-    return distinct_first(scored)[:count]
 
 
 class Tuner:
@@ -753,3 +674,6 @@ def _key(config: KernelConfig) -> str:
 def tune(space: str | Path, **options: Any) -> TuneResult:
     """Python API of ``kernelrules tune``: ``tune("matmul.tune.yaml", arch="hopper", trials=100)``."""
     return Tuner(space, TuneOptions(**options)).run()
+
+
+__all__ = ["Candidate", "TuneOptions", "TuneResult", "Tuner", "perf_model_seeds", "predicted_to_spill", "tune"]

@@ -1,0 +1,97 @@
+"""The options, the candidates and the result of one ``kernelrules tune`` run, and its perf-model seeds.
+
+Plain data and two small helpers the search loop (:mod:`kernelrules.tune.driver`) uses; kept apart
+so the loop's module holds the loop. ``kernelrules.tune.driver`` re-exports every name here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..config import KernelConfig
+from ..predict.ranking import distinct_first
+from .gate import Judgement
+
+
+@dataclass
+class TuneOptions:
+    """Everything ``kernelrules tune`` takes besides the space file."""
+
+    arch: str | None = None
+    trials: int | None = None
+    time_budget: float | None = None
+    storage: str | None = None
+    study_dir: str | None = None
+    study_name: str | None = None
+    gpus: list[str] | None = None
+    interpret: bool = False
+    seed: int | None = 0
+    jobs: int | None = None
+    compile_timeout: float = 60.0
+    bench_timeout: float = 60.0
+    sampler: str = "auto"
+    stage: str = "compiled"
+    startup_trials: int | None = None
+    top_k: int = 5
+    rounds: int = 5
+    model_seeds: int = 8
+    cache_dir: str | None = None
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    max_error: float = 0.01
+    timer: str = "held"
+    lookahead: int | None = None  # candidates in flight besides one per GPU (None: see Tuner._capacity)
+    grace: float = 120.0
+    max_duplicates: int = 200
+    seeder: Callable[..., list] | None = None
+    candidate_filter: Callable[[dict], str | None] | None = None  # another tuner's filter: a reason, or None
+    on_record: Callable[[dict], None] | None = None
+    on_progress: Callable[[dict], None] | None = None
+
+
+@dataclass
+class Candidate:
+    trial: Any
+    config: KernelConfig
+    key: str
+    judgement: Judgement | None = None
+
+
+def predicted_to_spill(judgement: Judgement | None) -> bool:
+    """Whether the config stage predicts register spills (REG004, REG001): such a config is slow to
+    compile and rarely the fastest, so it waits until nothing else is left to compile or time."""
+    if judgement is None:
+        return False
+    spill = judgement.facts.get("spill_bytes_predicted")
+    return (isinstance(spill, (int, float)) and spill > 0) or any(w.startswith("REG001 ") for w in judgement.warnings)
+
+
+@dataclass
+class TuneResult:
+    """What a run produced: this run's records and the study's summary (plain JSON)."""
+
+    records: list[dict]
+    summary: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mapping[str, Any], count: int,
+                     model: Any = None) -> list[KernelConfig]:
+    """The ``count`` configs the perf model estimates fastest (none when it cannot judge them), each
+    estimate's ``num_stages`` twins after every distinct config (:func:`distinct_first`)."""
+    try:
+        from ..predict.perf_general import estimate_any  # the matmul model for M, N, K kernels, else the general one
+    except ImportError:
+        return []
+    scored = []
+    for config in configs:
+        try:
+            scored.append((float(estimate_any(config, arch, problem, model=model)), config))
+        except Exception:  # noqa: BLE001 - no grid or sizes the models can read, or a config they cannot
+            continue
+    scored.sort(key=lambda pair: pair[0])
+    return distinct_first(scored)[:count]
+
+
+__all__ = ["Candidate", "TuneOptions", "TuneResult", "perf_model_seeds", "predicted_to_spill"]
