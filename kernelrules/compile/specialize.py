@@ -108,7 +108,7 @@ class StandInPointer:
 
 
 @contextlib.contextmanager
-def without_torch() -> Iterator[None]:
+def _without_torch() -> Iterator[None]:
     """Make ``import torch`` fail inside the block (an ImportError), unless torch is imported already."""
     hidden = "torch" not in sys.modules
     if hidden:
@@ -157,7 +157,7 @@ def init_specializer_without_torch() -> None:
         try:
             from triton.runtime.jit import mangle_type
 
-            with without_torch():
+            with _without_torch():
                 mangle_type(StandInPointer("fp16"))
         except Exception:  # noqa: BLE001 - a Triton without it (or that needs torch here): set up on first use
             pass
