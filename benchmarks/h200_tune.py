@@ -262,6 +262,9 @@ def main() -> None:
                         help="the time to come within 2%% of (default: the best any run measured)")
     parser.add_argument("--time-config", type=json.loads, default=None, metavar="JSON",
                         help="after the runs, time this config alone (outside every budget) and add it to each run's JSON")
+    parser.add_argument("--no-pair", action="store_true",
+                        help="with --time-config, do not also time each run's pick beside it (a baseline's runs: only "
+                             "their time to 2%% is compared)")
     parser.add_argument("--summarize", nargs="+", metavar="DIR", help="merge saved runs; run nothing")
     parser.add_argument("--remeasured", type=Path, default=None,
                         help="remeasure.json (h200_remeasure.py): count a run as within 2%% from its first timed "
@@ -280,7 +283,7 @@ def main() -> None:
                 if args.time_config:
                     runs[-1]["timed_config"] = time_one_config(args.time_config, args, f"one-config-{method}-{repeat}")
                     print(f"   the given config alone: {runs[-1]['timed_config']['final_ms']} ms", flush=True)
-                    pick = run_pick(runs[-1])
+                    pick = None if args.no_pair else run_pick(runs[-1])
                     if pick is not None:
                         pair = time_pair(pick, args.time_config, args, f"pair-{method}-{repeat}")
                         runs[-1]["paired"] = pair

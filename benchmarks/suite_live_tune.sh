@@ -11,13 +11,15 @@ set -u
 seconds=$1; shift
 export PYTHONPATH=$PWD/.suite-work/site PYTHONUNBUFFERED=1  # installed there by suite_device.sh
 method=${METHOD:-kernelrules}
-prefix=live; [ "$method" = kernelrules ] || prefix=$method
+prefix=live; extra=()
+# a baseline's runs are compared by their time to 2% only: no pick timed beside the reference, one final round
+[ "$method" = kernelrules ] || { prefix=$method; extra=(--no-pair --top-k 1 --rounds 1); }
 for item in "$@"; do
   problem=${item%%=*}; target=${item#*=}
   name=${problem/\//__}
   live=.suite-work/$prefix/$name
   best=$(python3 benchmarks/suite_live_targets.py --best-config "$name")
   python3 benchmarks/h200_tune.py --out "$live" --space "benchmarks/suite/$problem.tune.yaml" \
-    --methods "$method" --time-budget "$seconds" --target-ms "$target" --time-config "$best" 2>&1 | tail -8
+    --methods "$method" --time-budget "$seconds" --target-ms "$target" --time-config "$best" "${extra[@]}" 2>&1 | tail -8
   python3 benchmarks/suite_stamp_run.py "$live/run-$method-0.json" "$OUT/$prefix-$name.json"
 done
