@@ -150,6 +150,8 @@ def init_specializer_without_torch() -> None:
     after. A process that has imported torch already is left as it is.
     """
     global _specializer_ready
+    if _specializer_ready:  # every specialization after the first: no lock
+        return
     with _specializer_lock:
         if _specializer_ready:
             return

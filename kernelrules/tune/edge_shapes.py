@@ -77,12 +77,21 @@ def edge_signatures(spec: ProblemSpec, signature: Mapping[str, Any]) -> list[dic
         own = launch_values(spec, spec.sizes)
         if any(own.get(name) != signature[name] for name in integers):
             return []
-        found: list[dict[str, Any]] = []
+        edges = []
         for sizes in spec.edge_sizes:
             values = launch_values(spec, sizes)
-            edge = {**signature, **{k: values[k] for k in integers}}
-            if edge != dict(signature) and edge not in found:
-                found.append(edge)
-        return found
+            edges.append({k: values[k] for k in integers})
+        return distinct_edges(signature, edges)
     except Exception:  # noqa: BLE001 - an argument stand-ins cannot evaluate: the worker compiles these itself
         return []
+
+
+def distinct_edges(signature: Mapping[str, Any], edges: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The space ``signature`` with each of ``edges`` (the arguments an edge shape changes) laid over it,
+    each once, and none that equals the signature itself (a binary the space's own compile makes)."""
+    found: list[dict[str, Any]] = []
+    for changed in edges:
+        edge = {**signature, **changed}
+        if edge != dict(signature) and edge not in found:
+            found.append(edge)
+    return found

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..specify.trace_hook import build_record
+from .edge_shapes import distinct_edges
 from .launch import launch_options
 
 
@@ -59,20 +60,14 @@ def harness_edge_signatures(runner: Any, spec: Any, configs: Sequence[Mapping[st
         by_config = []
         for config in configs:
             own = recorded_signature(runner, config, tensors_at(spec.sizes), spec.sizes)
-            if own is None or any(own.get(k) != v for k, v in space_signature.items() if k in own) \
-                    or not set(own) <= set(space_signature):
+            if own is None or not own.items() <= dict(space_signature).items():  # each argument as the space says
                 return []
             by_config.append([recorded_signature(runner, config, tensors_at(e), e) for e in spec.edge_sizes])
     except Exception:  # noqa: BLE001 - a harness that does more than launch: the worker compiles, as before
         return []
     if any(s is None for s in by_config[0]) or any(other != by_config[0] for other in by_config[1:]):
         return []
-    found: list[dict[str, Any]] = []
-    for signature in by_config[0]:
-        full = {**space_signature, **signature}
-        if full != dict(space_signature) and full not in found:
-            found.append(full)
-    return found
+    return distinct_edges(space_signature, by_config[0])
 
 
 __all__ = ["RecordingKernel", "harness_edge_signatures", "recorded_signature"]
