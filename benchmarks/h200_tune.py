@@ -40,6 +40,9 @@ import sys
 import time
 from pathlib import Path
 
+#: When this script started (monotonic clock): a run's records count from its Tuner's start, so each run
+#: also records the seconds before that (imports, earlier runs in this process) as ``before_clock_s``.
+SCRIPT_STARTED = time.monotonic()
 REPO = Path(__file__).resolve().parent.parent
 METHODS = ("kernelrules", "tpe-raw", "random-raw", "inductor")
 
@@ -101,8 +104,10 @@ def run_method(method: str, repeat: int, args) -> dict:
         options = TuneOptions(**common, sampler="grid", stage="none", model_seeds=0,
                               candidate_filter=inductor_filter(Path(args.space), args.arch or _gpu_arch()))
     started = time.time()
-    result = Tuner(args.space, options).run()
+    tuner = Tuner(args.space, options)
+    result = tuner.run()
     return {"method": method, "repeat": repeat, "wall_s": time.time() - started,
+            "before_clock_s": round(tuner.started - SCRIPT_STARTED, 3),
             "summary": portable(result.summary, Path(args.out)),
             "records": [{k: r.get(k) for k in ("trial", "status", "ms", "elapsed_s", "config", "phase_seconds",
                                                "same_binary_as")}

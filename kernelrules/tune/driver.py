@@ -21,7 +21,7 @@ Per candidate, in order, each step able to end it without a benchmark:
    it -> ``better``/``slower`` or a failure class.
 
 The benchmark workers start first and import torch and set up their GPUs while the rules
-judge the whole space, the study opens and the first candidates compile
+judge the whole space (in a thread, beside the study's opening) and the first candidates compile
 (:mod:`kernelrules.tune.startup`). At the end the best few configs are
 re-measured interleaved on one GPU together with the problem's baseline (the reference
 implementation) and the winner is named.
@@ -53,7 +53,7 @@ from .edge_shapes import edge_signatures
 from .gate import Gate, Judgement
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import first_compiles, warm_sampler_imports
+from .startup import InBackground, first_compiles, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
@@ -62,6 +62,7 @@ class Tuner:
     """One ``kernelrules tune`` run (see the module docstring)."""
 
     def __init__(self, space_path: str | Path, options: TuneOptions) -> None:
+        self.started = time.monotonic()  # the run's clock (records' elapsed_s, the budget) includes loading the space
         self.options = options
         self.space = load_space(space_path)
         self.spec: ProblemSpec = load_problem(self.space)
@@ -82,7 +83,6 @@ class Tuner:
         self.startup: dict[str, float] = {}
         #: Whether a kernel parameter takes the num_stages option's value (then no config has a stage twin).
         self.binds_num_stages = binds_num_stages(str(self.space.kernel_path), self.space.kernel_name)
-        self.started = time.monotonic()
         if options.stage == "compiled":
             blocked = compiled_stage_blocked(self.space)
             if blocked:
@@ -103,6 +103,7 @@ class Tuner:
         self.codec = ParamCodec(self.space)
         self.url = storage_url(o.storage, self.space.path, Path(o.study_dir) if o.study_dir else None)
         self.storage = open_storage(self.url)
+        self._mark("storage_opened")
         self.study_name = o.study_name or default_study_name(self.space, self.spec, self.arch, o.interpret)
         startup = o.startup_trials if o.startup_trials is not None else max(4, min(16, (o.trials or 64) // 5))
         sampler = make_sampler(o.sampler, self.codec, seed=o.seed, n_startup=startup)
@@ -241,11 +242,12 @@ class Tuner:
             workers = self._start_workers()
             self.workers = workers
             self._mark("workers_started")
+            judging = InBackground(self.gate.prejudge, self.configs, name="kernelrules-prejudge")  # beside the study
             self._open()
             self._mark("study_opened")
             # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
             warming = warm_sampler_imports(o.sampler)
-            judged = self.gate.prejudge(self.configs)
+            judged = judging.result()
             self._mark("space_judged")
             if o.stage == "compiled":
                 stream = self.gate.stream()

@@ -256,12 +256,32 @@ def _wal(path: str, patience: float = 60.0) -> None:
         time.sleep(random.uniform(0.01, 0.05))
 
 
+def _sqlite_connector(path: str, timeout: float) -> Callable[[], sqlite3.Connection]:
+    """Connections to a WAL-mode study file that commit without waiting for the disk.
+
+    SQLite's default (``synchronous=FULL``) syncs the file at every commit, and a study commits
+    several times per trial and about 30 times while Optuna creates its tables: on a disk where a
+    sync takes milliseconds that is seconds of a tune run's start-up. In WAL mode
+    ``synchronous=NORMAL`` syncs at checkpoints only and still never corrupts the file; a power
+    loss (not a crash of the process) can lose the last commits, whose trials a resumed study runs
+    again (SQLite's documentation, "PRAGMA synchronous")."""
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(path, timeout=timeout, check_same_thread=False)
+        connection.execute("PRAGMA synchronous=NORMAL")
+        return connection
+
+    return connect
+
+
 def open_storage(url: str) -> Any:
     """An Optuna RDB storage (:class:`AtomicRDBStorage`); SQLite files get WAL and a busy time-out."""
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///"):]
         kwargs = {"connect_args": {"timeout": 120}}
+        if path and path != ":memory:":
+            kwargs = {"creator": _sqlite_connector(path, timeout=120)}
     try:
         if url.startswith("sqlite:///") and path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)

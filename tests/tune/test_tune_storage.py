@@ -169,6 +169,24 @@ def test_concurrent_drivers_opening_a_new_study_database(tmp_path):
     assert not errors
 
 
+def test_a_study_file_commits_in_wal_mode_without_a_sync_per_commit(tmp_path):
+    """WAL with synchronous=NORMAL: commits reach the file without a disk sync each, and a
+    second connection (another thread, as the heartbeat's) reads them."""
+    import threading
+
+    storage = open_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    with storage.engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar().lower() == "wal"
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL (FULL is 2)
+    study = optuna.create_study(storage=storage, study_name="s")
+    study.set_user_attr("x", 1)
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(_study(tmp_path).user_attrs.get("x")))
+    thread.start()
+    thread.join()
+    assert seen == [1]
+
+
 def test_schema_races_are_retried_and_other_errors_are_not():
     import sqlalchemy as sa
 
