@@ -43,7 +43,8 @@ def paired_row(name: str, run: dict) -> dict | None:
     return {"problem": name, "pick_is_reference": pick == key(pair["reference"]), "ratio": pair["ratio"],
             "within": within, "seconds": first_pick if within else None, "single_timings_seconds": single,
             "first_timed_s": min((r["elapsed_s"] for r in run["records"] if r.get("ms")), default=None),
-            "commit": run.get("kernelrules_commit"), "date": run.get("date")}
+            "commit": run.get("kernelrules_commit"), "date": run.get("date"),
+            "before_clock_s": run.get("before_clock_s")}
 
 
 def rows_of(series: Path) -> list[dict]:
@@ -70,6 +71,10 @@ def summary(rows: list[dict]) -> list[str]:
         if reached:
             line += f"; geometric mean {geometric_mean(reached):.1f} s, slowest {max(reached):.1f} s"
         lines.append(line + ".")
+    before = sorted(r["before_clock_s"] for r in rows if r.get("before_clock_s") is not None)
+    if before:  # runs of h200_tune.py after 4fd2224: the seconds its imports took before the run's clock started
+        lines.append(f"Before each run's clock started, the script's imports took {before[len(before) // 2]:.1f} s "
+                     f"(median of {len(before)} runs; not counted in the times above).")
     same = sum(r["pick_is_reference"] for r in rows)
     lines.append(f"The pick was the sweep's best config itself in {same} of {len(rows)} runs.")
     return lines

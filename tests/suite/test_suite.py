@@ -206,6 +206,10 @@ def test_live_paired_judges_the_pick_by_its_interleaved_median():
     assert suite_live_paired.paired_row("p__small", {"records": records}) is None
     rows = suite_live_paired.rows_of(REPO / "benchmarks" / "results" / "suite" / "live-edd724f")
     assert len(rows) == 43 and sum(r["within"] for r in rows) == 40
+    assert not any("imports took" in line for line in suite_live_paired.summary(rows))  # older runs: not recorded
+    timed = [dict(suite_live_paired.paired_row("p__small", {**run, "before_clock_s": s}), problem=f"p{s}")
+             for s in (1.5, 0.5, 2.5)]
+    assert "the script's imports took 1.5 s (median of 3 runs" in " ".join(suite_live_paired.summary(timed))
 
 
 @pytest.mark.parametrize("problem", ["cross_entropy/skinny", "cross_entropy/small", "fp8_gemm/small", "moe_gemm/small",
