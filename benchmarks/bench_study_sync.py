@@ -15,7 +15,8 @@ to), interleaved, ``--repeats`` times each:
 - ``trials``: ``--trials`` trials asked, claimed, given user attributes and told.
 
 Both variants run the same kernelrules code; only the connections' ``synchronous`` setting differs
-(the ``full`` variant is the storage as it was before). Prints medians and the ratio full / normal;
+(the ``full`` variant is the storage as it was before). The process's first open also pays Optuna's
+imports (a ``full`` one: it runs first), so use 3 repeats or more. Prints medians and the ratio full / normal;
 ``--out`` writes the raw timings as JSON.
 """
 
@@ -55,7 +56,7 @@ def open_study(path: Path, synchronous: str):
     """The storage, study and claims as ``tune`` opens them, with the given ``synchronous`` setting."""
     import optuna
 
-    from kernelrules.tune import study as study_module
+    from kernelrules.tune import sqlite_file, study as study_module
 
     def connector(db: str, timeout: float):
         def connect() -> sqlite3.Connection:
@@ -64,12 +65,12 @@ def open_study(path: Path, synchronous: str):
             return connection
         return connect
 
-    saved = study_module._sqlite_connector
-    study_module._sqlite_connector = connector
+    saved = sqlite_file.connector
+    sqlite_file.connector = connector
     try:
         storage = study_module.open_storage(f"sqlite:///{path}")
     finally:
-        study_module._sqlite_connector = saved
+        sqlite_file.connector = saved
     study = optuna.create_study(storage=storage, study_name="s", direction="minimize", load_if_exists=True,
                                 sampler=optuna.samplers.RandomSampler(seed=0))  # the storage, not a sampler, timed
     study.set_user_attr("kr_identity", {"kernel": "k"})

@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..config import KernelConfig
 from ..errors import KernelrulesError
 from ..space import Space
+from . import sqlite_file
 
 try:
     import optuna
@@ -231,49 +232,6 @@ class _AlreadyRunning(Exception):
     pass
 
 
-def _wal(path: str, patience: float = 60.0) -> None:
-    """Put an SQLite file in WAL mode (concurrent readers and one writer), once.
-
-    Switching needs the file to itself, and SQLite answers "database is locked" at once,
-    without its busy time-out, while another process opens or switches the same new file:
-    a driver started together with another retries until the file is in WAL mode.
-    """
-    import random
-
-    deadline = time.monotonic() + patience
-    while True:
-        connection = sqlite3.connect(path, timeout=patience)
-        try:
-            if str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
-                return
-            connection.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc).lower() or time.monotonic() > deadline:
-                raise
-        finally:
-            connection.close()
-        time.sleep(random.uniform(0.01, 0.05))
-
-
-def _sqlite_connector(path: str, timeout: float) -> Callable[[], sqlite3.Connection]:
-    """Connections to a WAL-mode study file that commit without waiting for the disk.
-
-    SQLite's default (``synchronous=FULL``) syncs the file at every commit, and a study commits
-    several times per trial and about 30 times while Optuna creates its tables: on a disk where a
-    sync takes milliseconds that is seconds of a tune run's start-up. In WAL mode
-    ``synchronous=NORMAL`` syncs at checkpoints only and still never corrupts the file; a power
-    loss (not a crash of the process) can lose the last commits, whose trials a resumed study runs
-    again (SQLite's documentation, "PRAGMA synchronous")."""
-
-    def connect() -> sqlite3.Connection:
-        connection = sqlite3.connect(path, timeout=timeout, check_same_thread=False)
-        connection.execute("PRAGMA synchronous=NORMAL")
-        return connection
-
-    return connect
-
-
 def open_storage(url: str) -> Any:
     """An Optuna RDB storage (:class:`AtomicRDBStorage`); SQLite files get WAL and a busy time-out."""
     kwargs: dict[str, Any] = {}
@@ -281,11 +239,11 @@ def open_storage(url: str) -> Any:
         path = url[len("sqlite:///"):]
         kwargs = {"connect_args": {"timeout": 120}}
         if path and path != ":memory:":
-            kwargs = {"creator": _sqlite_connector(path, timeout=120)}
+            kwargs = {"creator": sqlite_file.connector(path, timeout=120)}
     try:
         if url.startswith("sqlite:///") and path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            _wal(path)  # inside the try: a damaged file ("file is not a database") is a usage error too
+            sqlite_file.wal_mode(path)  # inside the try: a damaged file ("file is not a database") is a usage error too
         return _retrying_init(lambda: AtomicRDBStorage(url, engine_kwargs=kwargs))
     except Exception as exc:  # noqa: BLE001 - a bad URL or an unreachable server is a usage error
         message = str(exc).replace(url, display_url(url))
