@@ -29,9 +29,9 @@ from kernelrules.predict.ranking import distinct_first, twin_key  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "suite"
 #: The folder of live `tune` runs this page reads (one series, one kernelrules commit: its README says how it ran).
-LIVE_SERIES = "live-1765cdb"
+LIVE_SERIES = "live-e1c7981"
 #: The series judged by an interleaved re-measurement of each run's pick (benchmarks/suite_live_paired.py).
-PAIRED_SERIES = "live-edd724f"
+PAIRED_SERIES = "live-e1c7981"
 DOC = REPO / "docs" / "suite.md"
 NEAR = (0.02, 0.05, 0.10)
 
@@ -643,8 +643,10 @@ def live_summary(rows: list[dict]) -> list[str]:
              _reached_line(rows, "seconds_in_run", "Within 2% of the sweep's best config as this run timed it")]
     firsts = [r["first_timed_s"] for r in rows if r["first_timed_s"] is not None]
     if firsts:
-        lines.append(f"The first config was timed {statistics.median(firsts):.1f} s after the start (median; "
-                     "process start, probe compiles, worker start, first compile).")
+        lines.append(f"The first config was timed {statistics.median(firsts):.1f} s after the run's start (median; "
+                     "the worker processes' start, probe compiles, the study, the first compile; the run's clock "
+                     "starts once the script has imported kernelrules, and at commits before 4fd2224 once it has "
+                     "loaded the space, as in every time on this page).")
     proposals = sum(r["proposals"] or 0 for r in rows)
     duplicates = sum(r["duplicates"] or 0 for r in rows)
     lines.append(f"{duplicates} duplicate proposals in {proposals} proposals.")

@@ -206,6 +206,8 @@ def test_live_paired_judges_the_pick_by_its_interleaved_median():
     assert suite_live_paired.paired_row("p__small", {"records": records}) is None
     rows = suite_live_paired.rows_of(REPO / "benchmarks" / "results" / "suite" / "live-edd724f")
     assert len(rows) == 43 and sum(r["within"] for r in rows) == 40
+    rows = suite_live_paired.rows_of(REPO / "benchmarks" / "results" / "suite" / "live-e1c7981")
+    assert len(rows) == 43 and [r["problem"] for r in rows if not r["within"]] == ["moe_gemm__small"]
     assert not any("imports took" in line for line in suite_live_paired.summary(rows))  # older runs: not recorded
     timed = [dict(suite_live_paired.paired_row("p__small", {**run, "before_clock_s": s}), problem=f"p{s}")
              for s in (1.5, 0.5, 2.5)]
