@@ -26,15 +26,14 @@ judge the whole space (in a thread, beside the study's opening) and the first ca
 re-measured interleaved on one GPU together with the problem's baseline (the reference
 implementation) and the winner is named.
 
-Why over 400 lines: the tuner's event loop (ask, gate, compile ahead, time, tell) and its study
-lifecycle; the structure review proposes moving the lifecycle to study.py, left for a later step. The
-options, candidates, result and perf-model seeds are in :mod:`kernelrules.tune.options` (re-exported here).
+Why over 400 lines: the tuner's event loop (ask, gate, compile ahead, time, tell), its start-up and the
+study's opening. The options, candidates, result and perf-model seeds are in :mod:`kernelrules.tune.options`
+(re-exported here); the trials in flight (owned, told once, lost, abandoned) in :mod:`kernelrules.tune.ledger`.
 """
 
 from __future__ import annotations
 
 import collections
-import math
 import time
 from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
@@ -51,6 +50,7 @@ from ..expr import safeexpr
 from .feedback import GAP_CLASSES, TIMED, LearnedConstraints, bottlenecks, summary
 from .edge_shapes import edge_signatures
 from .gate import Gate, Judgement
+from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
 from .startup import InBackground, first_compiles, warm_sampler_imports
@@ -123,6 +123,7 @@ class Tuner:
             if record.get("status") in TIMED and record.get("ms"):
                 self.best_ms = record["ms"] if self.best_ms is None else min(self.best_ms, record["ms"])
         self.heartbeat = Heartbeat(self.study).start()
+        self.ledger = TrialLedger(self.study, self.claims, self.heartbeat, self._told)
 
     def _check_study_attrs(self) -> None:
         from .study import display_url
@@ -235,8 +236,6 @@ class Tuner:
                          edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
         workers: list = []
         stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)
-        self.inflight: dict[int, Candidate] = {}
-        self.lost: list[int] = []
         self.deferred_count = 0  # configs predicted to spill, held back until nothing else waits
         try:
             workers = self._start_workers()
@@ -272,16 +271,18 @@ class Tuner:
             if self.deferred_count:
                 self.notes.append(f"{self.deferred_count} config(s) predicted to spill registers were compiled and "
                                   f"timed after the others (deferred, not rejected)")
-            if self.lost:
-                self.notes.append(f"{len(self.lost)} trial(s) of this run were failed as stale by another process "
-                                  f"while in flight and their configs queued again ({self.lost}); its heartbeat "
+            if self.ledger.lost:
+                lost = self.ledger.lost
+                self.notes.append(f"{len(lost)} trial(s) of this run were failed as stale by another process "
+                                  f"while in flight and their configs queued again ({lost}); its heartbeat "
                                   f"looked older than the grace period (TuneOptions.grace)")
             final = self._final(workers[0]) if workers else None
             return self._result(final)
         finally:
             if stream is not None:
                 stream.close()
-            self._abandon()
+            if hasattr(self, "ledger"):
+                self.ledger.abandon()
             for worker in workers:
                 if worker.info:
                     worker.stop()
@@ -362,7 +363,7 @@ class Tuner:
                     self.deferred_count += 1
                     continue
                 admit([candidate])
-            if self._time_out():  # out of time: left in flight, so the run's end queues them again (_abandon)
+            if self._time_out():  # out of time: left in flight, so the run's end queues them again (TrialLedger.abandon)
                 deferred, compiling = [], []
                 pending.clear()
             idle = not pending and not compiling and not any(w.busy for w in workers)
@@ -410,8 +411,6 @@ class Tuner:
         from optuna.exceptions import UpdateFinishedTrialError
         from optuna.trial import TrialState
 
-        from .recovery import owner_info
-
         try:
             trial = self.study.ask(self.codec.distributions)
         except UpdateFinishedTrialError:  # a new trial failed as stale by another process while being asked
@@ -420,13 +419,7 @@ class Tuner:
         config = KernelConfig.from_dict(values)
         key = _key(config)
         candidate = Candidate(trial, config, key)
-        try:
-            trial.set_user_attr("kr_owner", owner_info())  # first: who owns it and a first heartbeat
-            self.heartbeat.add(trial.number, trial._trial_id)
-            self.inflight[trial.number] = candidate
-            trial.set_user_attr("kr_config", values)
-        except UpdateFinishedTrialError:
-            self._lost(candidate)  # failed as stale by another process before it knew its owner
+        if not self.ledger.own(candidate, values):  # failed as stale by another process before it knew its owner
             return None, False
         if key not in self.space_keys:
             self._finish(candidate, "outside_space", error="violates the space's constraints")
@@ -435,10 +428,10 @@ class Tuner:
         if owner is None:  # another process reached the study's --trials total since the budget was checked
             record = {"trial": trial.number, "status": "over_budget", "config": values,
                       "config_text": str(config), "key": key}
-            self._tell(candidate, record, False, state=TrialState.FAIL)
+            self.ledger.tell(candidate, record, False, state=TrialState.FAIL)
             return None, False
         if owner != trial.number:
-            self._duplicate(candidate, owner)
+            self.ledger.duplicate(candidate, owner)
             return None, False
         if self.options.candidate_filter is not None:
             reason = self.options.candidate_filter(values)
@@ -532,76 +525,17 @@ class Tuner:
             record["bottleneck"] = bottlenecks(record["facts"], values, self.arch, self._programs(values), warnings)
         self.learned.observe(record)
         told = record.get("told_ms")  # a stage twin's time (same_binary): feasible, at that time
-        self._tell(candidate, record, feasible or told is not None, value=told)
+        self.ledger.tell(candidate, record, feasible or told is not None, value=told)
         return record
 
-    def _duplicate(self, candidate: Candidate, owner: int) -> None:
-        from optuna.trial import TrialState
-
-        trials = {t.number: t for t in self.study.get_trials(deepcopy=False)}
-        original = trials.get(owner)
-        record = {"trial": candidate.trial.number, "status": "duplicate", "duplicate_of": owner,
-                  "config": candidate.config.to_dict(), "config_text": str(candidate.config), "key": candidate.key}
-        if original is not None and original.state == TrialState.COMPLETE:
-            feasible = bool(original.user_attrs.get("kr_feasible"))
-            self._tell(candidate, record, feasible, value=original.value)
-        else:
-            self._tell(candidate, record, False, state=TrialState.FAIL)
-
-    def _tell(self, candidate: Candidate, record: dict, feasible: bool, value: float | None = None,
-              state: Any = None) -> None:
-        from optuna.exceptions import UpdateFinishedTrialError
-        from optuna.trial import TrialState
-
-        trial = candidate.trial
-        try:
-            trial.set_user_attr("kr_record", record)
-            trial.set_user_attr("kr_feasible", feasible)
-            if state == TrialState.FAIL:
-                self.study.tell(trial, state=TrialState.FAIL)
-            else:
-                if value is None:
-                    value = record["ms"] if feasible else math.inf
-                self.study.tell(trial, value)
-        except UpdateFinishedTrialError:
-            self._lost(candidate)
-            return
-        except ValueError:  # Optuna's "Cannot tell a FAIL trial": finished before this tell began
-            if self._finished_elsewhere(trial):
-                self._lost(candidate)
-                return
-            raise
-        self.heartbeat.remove(trial.number)
-        self.inflight.pop(trial.number, None)
+    def _told(self, record: dict) -> None:
+        """A record the study took: kept for the result and handed to the callbacks."""
         self.records.append(record)
         if record["status"] not in ("duplicate", "over_budget") and self.options.on_record:
             self.options.on_record(record)
         if self.options.on_progress:
             self.options.on_progress({"judged": self.claims.count(), "total": self._target(), "best_ms": self.best_ms,
                                       "record": record})
-
-    def _lost(self, candidate: Candidate) -> None:
-        """Another process finished this trial (its recovery judged this driver gone): drop it, tell nothing.
-
-        The trial was failed there, its claim released and its config queued again, so the
-        config is judged by a later trial and this process's verdict is not recorded. A claim
-        this process made after that release is released here, and the config queued again.
-        """
-        number = candidate.trial.number
-        self.heartbeat.remove(number)
-        self.inflight.pop(number, None)
-        self.lost.append(number)
-        try:
-            if self.claims.release(number):
-                self.study.enqueue_trial(dict(candidate.trial.params), user_attrs={"kr_retry_of": number})
-        except Exception:  # noqa: BLE001 - the next run's recovery and the sampler still reach the config
-            pass
-
-    def _finished_elsewhere(self, trial: Any) -> bool:
-        try:
-            return self.study._storage.get_trial(trial._trial_id).state.is_finished()
-        except Exception:  # noqa: BLE001
-            return False
 
     def _target(self) -> int:
         return min(len(self.configs), self.options.trials or len(self.configs))
@@ -617,19 +551,6 @@ class Tuner:
             return total
         except Exception:  # noqa: BLE001
             return None
-
-    def _abandon(self) -> None:
-        """Trials still in flight when the run stops early: failed, released and queued again."""
-        from optuna.trial import TrialState
-
-        for number, candidate in list(getattr(self, "inflight", {}).items()):
-            try:
-                self.study.tell(candidate.trial, state=TrialState.FAIL)
-                self.claims.release(number)
-                self.study.enqueue_trial(dict(candidate.trial.params), user_attrs={"kr_retry_of": number})
-            except Exception:  # noqa: BLE001 - the next run's recovery handles what is left
-                pass
-            self.inflight.pop(number, None)
 
     # -- the end --------------------------------------------------------------------------
 

@@ -249,37 +249,53 @@ def test_liveness_of_an_owner_across_processes_and_machines(tmp_path):
 
 
 def test_a_trial_another_process_failed_is_dropped_not_told(tmp_path):
-    from types import SimpleNamespace
-
     from optuna.trial import TrialState
 
     from kernelrules.config import KernelConfig
-    from kernelrules.tune.driver import Candidate, Tuner
+    from kernelrules.tune.ledger import TrialLedger
+    from kernelrules.tune.options import Candidate
     from kernelrules.tune.recovery import Heartbeat, recover
     from kernelrules.tune.study import Claims
 
     storage = open_storage(f"sqlite:///{tmp_path / 'd.db'}")
     study = optuna.create_study(storage=storage, study_name="d")
-    tuner = Tuner.__new__(Tuner)
-    tuner.study, tuner.claims, tuner.heartbeat = study, Claims(storage, "d"), Heartbeat(study)
-    tuner.inflight, tuner.lost, tuner.records = {}, [], []
-    tuner.options = SimpleNamespace(on_record=None, on_progress=None, trials=None)
-    tuner.configs = []
+    told: list[dict] = []
+    ledger = TrialLedger(study, Claims(storage, "d"), Heartbeat(study), told.append)
     trial = study.ask({"x": optuna.distributions.IntDistribution(0, 3)})
     trial.set_user_attr("kr_owner", {"host": "elsewhere", "pid": 1, "at": time.time() - 1000})
     candidate = Candidate(trial, KernelConfig.from_dict({"x": trial.params["x"]}), "key")
-    tuner.inflight[trial.number] = candidate
-    assert recover(study, tuner.claims) == [trial.number]  # another process judged this driver gone
-    assert tuner.claims.claim("key", trial.number) == trial.number  # this driver claims after that release
+    ledger.inflight[trial.number] = candidate
+    assert recover(study, ledger.claims) == [trial.number]  # another process judged this driver gone
+    assert ledger.claims.claim("key", trial.number) == trial.number  # this driver claims after that release
     record = {"trial": trial.number, "status": "slower", "ms": 1.0, "key": "key"}
-    Tuner._tell(tuner, candidate, record, True)  # no UpdateFinishedTrialError: dropped
-    assert tuner.lost == [trial.number] and not tuner.records and not tuner.inflight
-    assert tuner.claims.count() == 0  # the late claim is released, and the config queued again
-    Tuner._tell(tuner, candidate, dict(record, status="duplicate"), False, state=TrialState.FAIL)
-    assert tuner.lost == [trial.number] * 2 and not tuner.records
+    ledger.tell(candidate, record, True)  # no UpdateFinishedTrialError: dropped
+    assert ledger.lost == [trial.number] and not told and not ledger.inflight
+    assert ledger.claims.count() == 0  # the late claim is released, and the config queued again
+    ledger.tell(candidate, dict(record, status="duplicate"), False, state=TrialState.FAIL)
+    assert ledger.lost == [trial.number] * 2 and not told
     records = load_records(study)
     assert [r["status"] for r in records] == ["interrupted", "waiting", "waiting"]
     assert all(t.user_attrs["kr_retry_of"] == trial.number for t in study.get_trials()[1:])
+
+
+def test_a_told_trial_leaves_the_ledger_and_reaches_the_callback(tmp_path):
+    from kernelrules.config import KernelConfig
+    from kernelrules.tune.ledger import TrialLedger
+    from kernelrules.tune.options import Candidate
+    from kernelrules.tune.recovery import Heartbeat
+    from kernelrules.tune.study import Claims
+
+    storage = open_storage(f"sqlite:///{tmp_path / 't.db'}")
+    study = optuna.create_study(storage=storage, study_name="t")
+    told: list[dict] = []
+    ledger = TrialLedger(study, Claims(storage, "t"), Heartbeat(study), told.append)
+    trial = study.ask({"x": optuna.distributions.IntDistribution(0, 3)})
+    candidate = Candidate(trial, KernelConfig.from_dict({"x": trial.params["x"]}), "key")
+    assert ledger.own(candidate, {"x": trial.params["x"]}) and trial.number in ledger.inflight
+    record = {"trial": trial.number, "status": "slower", "ms": 2.5, "key": "key"}
+    ledger.tell(candidate, record, True)
+    assert told == [record] and not ledger.inflight and not ledger.lost
+    assert study.trials[0].value == 2.5 and study.trials[0].user_attrs["kr_feasible"] is True
 
 
 def test_storage_urls_are_shown_without_their_password():
