@@ -236,6 +236,7 @@ class Tuner:
                          edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
         workers: list = []
         stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)
+        judging = None  # the config stage's judging of the space, in a thread beside the study's opening
         self.deferred_count = 0  # configs predicted to spill, held back until nothing else waits
         try:
             workers = self._start_workers()
@@ -291,6 +292,8 @@ class Tuner:
             if hasattr(self, "heartbeat"):
                 self.heartbeat.stop()
             self.gate.close()
+            if judging is not None:  # an error before its result: it ends once the closed pool's workers die
+                judging.join()
 
     def _learn_harness_edges(self, workers: list, stream: Any, wanted: Sequence[KernelConfig]) -> None:
         """Compile each candidate at the edge shapes a harness problem's worker read from its harness

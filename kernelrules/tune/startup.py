@@ -48,6 +48,10 @@ class InBackground:
         except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
             self._outcome = (False, exc)
 
+    def join(self) -> None:
+        """Wait for the thread to end, whatever its outcome (for clean-up: the caller has an error of its own)."""
+        self._thread.join()
+
     def result(self) -> Any:
         self._thread.join()
         assert self._outcome is not None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import collections
+import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,33 @@ def test_in_background_returns_the_value_or_raises_in_the_callers_thread():
 
     with pytest.raises(ValueError, match="no"):
         InBackground(fail).result()
+
+
+def _compile_workers_of_this_process() -> list[int]:
+    """Live compile-pool workers whose parent is this process (Linux /proc)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+            cmdline = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(fields.get("PPid", "0")) == os.getpid() and b"kernelrules.compile.pool" in cmdline \
+                and not fields.get("State", "").startswith("Z"):
+            found.append(int(status.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_an_error_while_the_study_opens_leaves_no_compile_worker(tmp_path):
+    """The space is being judged in a thread when the study turns out to be another kernel's: the run's
+    error closes the pool, the judging thread ends with it, and no compile worker outlives the call."""
+    common = dict(interpret=True, trials=1, storage=str(tmp_path / "study.db"), study_name="s", stage="config",
+                  top_k=1, rounds=1)
+    tune(SMALL, arch="ampere", cache_dir=str(tmp_path / "a"), **common)
+    other = Path(__file__).parents[2] / "benchmarks" / "suite" / "softmax" / "small.tune.yaml"
+    with pytest.raises(KernelrulesError, match="made for another kernel"):
+        tune(other, arch="hopper", cache_dir=str(tmp_path / "b"), **common)
+    for _ in range(12):  # a judging thread left running would start new workers seconds later
+        assert _compile_workers_of_this_process() == []
+        time.sleep(0.5)
