@@ -366,7 +366,7 @@ class Tuner:
                     self.deferred_count += 1
                     continue
                 admit([candidate])
-            if self._time_out():  # out of time: left in flight, so the run's end queues them again (TrialLedger.abandon)
+            if self._time_out():  # out of time: left in flight, so the ledger queues them again at the end
                 deferred, compiling = [], []
                 pending.clear()
             idle = not pending and not compiling and not any(w.busy for w in workers)
