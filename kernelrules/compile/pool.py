@@ -74,10 +74,6 @@ PULLS = 8
 _POOL_DEFAULT: object = object()
 
 
-class PoolClosed(RuntimeError):
-    """A closed pool was asked to start a worker."""
-
-
 @dataclass
 class _Worker:
     """One compile worker: its supervised process, scratch directory, unread answer bytes and the job it runs."""
@@ -160,7 +156,6 @@ class CompilePool:
         self._start_error = ""
         self._keys: dict[int, str | None] = {}
         self._owner = os.getpid()
-        self._closed = False  # closed pools start no worker (a run in another thread sees its workers die)
         #: (cache key, time limit) -> the timeout a job of this pool met, when ``remember_timeouts`` is set.
         self._timed_out: dict[tuple[str, float], CompileResult] | None = {} if remember_timeouts else None
         self._triton_key = ParentTritonKey()
@@ -182,7 +177,6 @@ class CompilePool:
 
     def close(self) -> None:
         """Stop all workers (killing any compile still running); in a forked child, only let go of them."""
-        self._closed = True
         self._ahead.clear()
         self._ahead_source = None
         if not self.owned():
@@ -215,8 +209,6 @@ class CompilePool:
 
     def _spawn(self) -> _Worker:
         """Start a worker in a new session, with its private Triton cache and temp dir."""
-        if self._closed:  # closed while a run in another thread went on: start nothing that would outlive it
-            raise PoolClosed("the compile pool is closed")
         self._triton_key.start()  # computed while the workers import Triton (kernelrules.compile.triton_key)
         scratch = tempfile.mkdtemp(prefix="kernelrules-worker-")
         # Only what a cross-compile reads (kernelrules.compile.worker_env): no credentials reach Triton or ptxas.

@@ -21,7 +21,7 @@ Per candidate, in order, each step able to end it without a benchmark:
    it -> ``better``/``slower`` or a failure class.
 
 The benchmark workers start first and import torch and set up their GPUs while the rules
-judge the whole space (in a thread, beside the study's opening) and the first candidates compile
+judge the whole space, the study opens and the first candidates compile
 (:mod:`kernelrules.tune.startup`). At the end the best few configs are
 re-measured interleaved on one GPU together with the problem's baseline (the reference
 implementation) and the winner is named.
@@ -53,7 +53,7 @@ from .gate import Gate, Judgement
 from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import InBackground, first_compiles, warm_sampler_imports
+from .startup import first_compiles, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
@@ -236,18 +236,16 @@ class Tuner:
                          edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
         workers: list = []
         stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)
-        judging = None  # the config stage's judging of the space, in a thread beside the study's opening
         self.deferred_count = 0  # configs predicted to spill, held back until nothing else waits
         try:
             workers = self._start_workers()
             self.workers = workers
             self._mark("workers_started")
-            judging = InBackground(self.gate.prejudge, self.configs, name="kernelrules-prejudge")  # beside the study
             self._open()
             self._mark("study_opened")
             # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
             warming = warm_sampler_imports(o.sampler)
-            judged = judging.result()
+            judged = self.gate.prejudge(self.configs)
             self._mark("space_judged")
             if o.stage == "compiled":
                 stream = self.gate.stream()
@@ -292,8 +290,6 @@ class Tuner:
             if hasattr(self, "heartbeat"):
                 self.heartbeat.stop()
             self.gate.close()
-            if judging is not None:  # an error before its result: it ends once the closed pool's workers die
-                judging.join()
 
     def _learn_harness_edges(self, workers: list, stream: Any, wanted: Sequence[KernelConfig]) -> None:
         """Compile each candidate at the edge shapes a harness problem's worker read from its harness
