@@ -248,22 +248,30 @@ def test_liveness_of_an_owner_across_processes_and_machines(tmp_path):
     assert st.is_stale(this) and not st.is_stale(this, own=frozenset({this.number}))  # this very process
 
 
-def test_a_trial_another_process_failed_is_dropped_not_told(tmp_path):
-    from optuna.trial import TrialState
-
+def _ledger_with_a_trial(tmp_path):
+    """A new study, a TrialLedger over it that collects what it tells, and one asked trial as a candidate."""
     from kernelrules.config import KernelConfig
     from kernelrules.tune.ledger import TrialLedger
     from kernelrules.tune.options import Candidate
-    from kernelrules.tune.recovery import Heartbeat, recover
+    from kernelrules.tune.recovery import Heartbeat
     from kernelrules.tune.study import Claims
 
-    storage = open_storage(f"sqlite:///{tmp_path / 'd.db'}")
+    storage = open_storage(f"sqlite:///{tmp_path / 'ledger.db'}")
     study = optuna.create_study(storage=storage, study_name="d")
     told: list[dict] = []
     ledger = TrialLedger(study, Claims(storage, "d"), Heartbeat(study), told.append)
     trial = study.ask({"x": optuna.distributions.IntDistribution(0, 3)})
+    return study, ledger, told, Candidate(trial, KernelConfig.from_dict({"x": trial.params["x"]}), "key")
+
+
+def test_a_trial_another_process_failed_is_dropped_not_told(tmp_path):
+    from optuna.trial import TrialState
+
+    from kernelrules.tune.recovery import recover
+
+    study, ledger, told, candidate = _ledger_with_a_trial(tmp_path)
+    trial = candidate.trial
     trial.set_user_attr("kr_owner", {"host": "elsewhere", "pid": 1, "at": time.time() - 1000})
-    candidate = Candidate(trial, KernelConfig.from_dict({"x": trial.params["x"]}), "key")
     ledger.inflight[trial.number] = candidate
     assert recover(study, ledger.claims) == [trial.number]  # another process judged this driver gone
     assert ledger.claims.claim("key", trial.number) == trial.number  # this driver claims after that release
@@ -279,18 +287,8 @@ def test_a_trial_another_process_failed_is_dropped_not_told(tmp_path):
 
 
 def test_a_told_trial_leaves_the_ledger_and_reaches_the_callback(tmp_path):
-    from kernelrules.config import KernelConfig
-    from kernelrules.tune.ledger import TrialLedger
-    from kernelrules.tune.options import Candidate
-    from kernelrules.tune.recovery import Heartbeat
-    from kernelrules.tune.study import Claims
-
-    storage = open_storage(f"sqlite:///{tmp_path / 't.db'}")
-    study = optuna.create_study(storage=storage, study_name="t")
-    told: list[dict] = []
-    ledger = TrialLedger(study, Claims(storage, "t"), Heartbeat(study), told.append)
-    trial = study.ask({"x": optuna.distributions.IntDistribution(0, 3)})
-    candidate = Candidate(trial, KernelConfig.from_dict({"x": trial.params["x"]}), "key")
+    study, ledger, told, candidate = _ledger_with_a_trial(tmp_path)
+    trial = candidate.trial
     assert ledger.own(candidate, {"x": trial.params["x"]}) and trial.number in ledger.inflight
     record = {"trial": trial.number, "status": "slower", "ms": 2.5, "key": "key"}
     ledger.tell(candidate, record, True)
