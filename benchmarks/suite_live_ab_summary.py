@@ -1,6 +1,6 @@
 """Summarize the runs of ``suite_live_ab.sh``: configs timed, the first and last timing, the steady rate
 between them, how busy the benchmark worker was, and how soon the search came within 2% of the sweep's
-best config timed in the same run.
+best config timed in the same run (``--table``: also when the first config was timed, the start-up).
 
     python benchmarks/suite_live_ab_summary.py benchmarks/results/suite/ab-edd724f-fbf3ed0
     python benchmarks/suite_live_ab_summary.py --table benchmarks/results/suite/ab-bb2a72f-0616d00
@@ -66,11 +66,12 @@ def runs(folder: Path) -> list[tuple[str, str, str, dict]]:
 
 
 def table(items: list[tuple[str, str, str, dict]]) -> str:
-    lines = ["| problem | call | variant | commit | timed | configs/s | worker busy | s to 2% |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    lines = ["| problem | call | variant | commit | first timed | timed | configs/s | worker busy | s to 2% |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for call, variant, problem, run in items:
         s = summarize(run)
-        cells = [problem, call or "-", variant, run.get("kernelrules_commit", "?"), str(s["timed"]),
+        cells = [problem, call or "-", variant, run.get("kernelrules_commit", "?"),
+                 f"{s['first_s']:.1f} s" if s["first_s"] is not None else "-", str(s["timed"]),
                  f"{s['rate']:.2f}" if s["rate"] else "-", f"{s['busy']:.0%}" if s["busy"] is not None else "-",
                  f"{s['to_2pct_s']:.1f}" if s["to_2pct_s"] is not None else "never"]
         lines.append("| " + " | ".join(cells) + " |")
