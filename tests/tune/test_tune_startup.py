@@ -114,8 +114,9 @@ def test_an_error_while_the_study_opens_leaves_no_compile_worker(tmp_path):
                   top_k=1, rounds=1)
     tune(SMALL, arch="ampere", cache_dir=str(tmp_path / "a"), **common)
     other = Path(__file__).parents[2] / "benchmarks" / "suite" / "softmax" / "small.tune.yaml"
+    before = set(_compile_workers_of_this_process())  # pools of earlier tests in this process, if any
     with pytest.raises(KernelrulesError, match="made for another kernel"):
         tune(other, arch="hopper", cache_dir=str(tmp_path / "b"), **common)
     for _ in range(12):  # a judging thread left running would start new workers seconds later
-        assert _compile_workers_of_this_process() == []
+        assert set(_compile_workers_of_this_process()) <= before
         time.sleep(0.5)
