@@ -23,6 +23,7 @@ imports (a ``full`` one: it runs first), so use 3 repeats or more. Prints median
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -58,15 +59,8 @@ def open_study(path: Path, synchronous: str):
 
     from kernelrules.tune import sqlite_file, study as study_module
 
-    def connector(db: str, timeout: float):
-        def connect() -> sqlite3.Connection:
-            connection = sqlite3.connect(db, timeout=timeout, check_same_thread=False)
-            connection.execute(f"PRAGMA synchronous={synchronous}")
-            return connection
-        return connect
-
     saved = sqlite_file.connector
-    sqlite_file.connector = connector
+    sqlite_file.connector = functools.partial(saved, synchronous=synchronous)
     try:
         storage = study_module.open_storage(f"sqlite:///{path}")
     finally:

@@ -34,7 +34,7 @@ def wal_mode(path: str, patience: float = 60.0) -> None:
         time.sleep(random.uniform(0.01, 0.05))
 
 
-def connector(path: str, timeout: float) -> Callable[[], sqlite3.Connection]:
+def connector(path: str, timeout: float, synchronous: str = "NORMAL") -> Callable[[], sqlite3.Connection]:
     """Connections to a WAL-mode study file that commit without waiting for the disk.
 
     SQLite's default (``synchronous=FULL``) syncs the file at every commit, and a study commits
@@ -42,11 +42,12 @@ def connector(path: str, timeout: float) -> Callable[[], sqlite3.Connection]:
     sync takes milliseconds that is seconds of a tune run's start-up. In WAL mode
     ``synchronous=NORMAL`` syncs at checkpoints only and still never corrupts the file; a power
     loss (not a crash of the process) can lose the last commits, whose trials a resumed study runs
-    again (SQLite's documentation, "PRAGMA synchronous")."""
+    again (SQLite's documentation, "PRAGMA synchronous"). ``synchronous`` is there for
+    ``benchmarks/bench_study_sync.py``, which times SQLite's default beside it."""
 
     def connect() -> sqlite3.Connection:
         connection = sqlite3.connect(path, timeout=timeout, check_same_thread=False)
-        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute(f"PRAGMA synchronous={synchronous}")
         return connection
 
     return connect

@@ -233,15 +233,17 @@ class _AlreadyRunning(Exception):
 
 
 def open_storage(url: str) -> Any:
-    """An Optuna RDB storage (:class:`AtomicRDBStorage`); SQLite files get WAL and a busy time-out."""
+    """An Optuna RDB storage (:class:`AtomicRDBStorage`); SQLite files get WAL, a busy time-out and commits
+    without a disk sync each (:mod:`kernelrules.tune.sqlite_file`)."""
+    path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else None
+    on_file = bool(path) and path != ":memory:"
     kwargs: dict[str, Any] = {}
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///"):]
+    if on_file:
+        kwargs = {"creator": sqlite_file.connector(path, timeout=120)}
+    elif path is not None:
         kwargs = {"connect_args": {"timeout": 120}}
-        if path and path != ":memory:":
-            kwargs = {"creator": sqlite_file.connector(path, timeout=120)}
     try:
-        if url.startswith("sqlite:///") and path and path != ":memory:":
+        if on_file:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             sqlite_file.wal_mode(path)  # inside the try: a damaged file ("file is not a database") is a usage error too
         return _retrying_init(lambda: AtomicRDBStorage(url, engine_kwargs=kwargs))
