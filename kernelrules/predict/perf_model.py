@@ -22,6 +22,11 @@ from the kernel's :class:`~kernelrules.predict.resource_model.ResourceModel`):
   by L2 reuse between the programs of one wave, as grouped ordering arranges; spilled
   registers add traffic), and the **load latency** a block cannot hide with its pipeline
   depth; combined as a p-norm (imperfect overlap), plus one latency to fill the pipeline.
+  L2 -> SM and DRAM are two parts of that p-norm, not the larger of them: on a
+  memory-bound decode GEMM (fp8_gemm__skinny of the H200 suite, M = 16), ``BLOCK_N`` 128
+  leaves 64 programs for 132 SMs, each pulling 1.8x the operand bytes of a ``BLOCK_N`` 64
+  program through its SM; that time nears the DRAM time and the two do not overlap fully
+  (measured 1.04x the best, against 1.00x for ``BLOCK_N`` 64).
 
 Every constant below is named, with why it has its value; docs/perf-model.md says how
 well the result orders the configs of a real H200 sweep, and where it is wrong.
@@ -111,7 +116,7 @@ class Estimate:
     feed_seconds: float  # shared-memory operand traffic alone
     memory_seconds: float  # the slower of L2 -> SM and DRAM traffic
     latency_seconds: float  # load latency not hidden by the pipeline, plus pipeline fills
-    bound: str  # "compute", "feed", "memory", "latency" or "unlaunchable"
+    bound: str  # "compute", "feed", "l2", "dram", "latency" or "unlaunchable"
     waves: int
     tiles: int
     blocks_per_sm: int
@@ -167,7 +172,7 @@ def estimate(config: Any, arch: Any, problem: Mapping[str, Any], model: Any = No
     if not occ.launchable:
         seconds, bound = seconds * UNLAUNCHABLE_FACTOR, "unlaunchable"
     return Estimate(seconds=seconds, compute_seconds=waves * parts["compute"], feed_seconds=waves * parts["feed"],
-                    memory_seconds=waves * parts["memory"], latency_seconds=waves * (parts["latency"] + fill),
+                    memory_seconds=waves * max(parts["l2"], parts["dram"]), latency_seconds=waves * (parts["latency"] + fill),
                     bound=bound, waves=waves, tiles=tiles, blocks_per_sm=occ.active_blocks_per_sm,
                     occupancy=occ.occupancy, mma_path=f.get("mma_path") or "none", registers=regs,
                     flops=2.0 * m * n * k)
@@ -209,7 +214,7 @@ def _wave_parts(config: KernelConfig, arch: Any, gpu: Mapping[str, Any], f: Mapp
         / (float(gpu["dram_bandwidth_gbps"]) * 1e9)
     latency = constants.load_latency_clocks / clock
     chain = latency + own if stages <= 1 else latency / (stages - 1)
-    parts = {"compute": k_steps * compute, "feed": k_steps * feed, "memory": max(l2, dram), "latency": k_steps * chain}
+    parts = {"compute": k_steps * compute, "feed": k_steps * feed, "l2": l2, "dram": dram, "latency": k_steps * chain}
     return parts, latency
 
 
