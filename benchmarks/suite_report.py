@@ -32,6 +32,8 @@ RESULTS = REPO / "benchmarks" / "results" / "suite"
 LIVE_SERIES = "live-e1c7981"
 #: The series judged by an interleaved re-measurement of each run's pick (benchmarks/suite_live_paired.py).
 PAIRED_SERIES = "live-e1c7981"
+#: Live TPE runs on the raw space (the issue's baseline), compared with LIVE_SERIES by benchmarks/suite_live_vs_tpe.py.
+TPE_SERIES = "tpe-raw-e1c7981"
 DOC = REPO / "docs" / "suite.md"
 NEAR = (0.02, 0.05, 0.10)
 
@@ -635,6 +637,38 @@ def _paired_section(w) -> None:
     w("")
     w(suite_live_paired.markdown(rows))
     w("")
+    _tpe_section(w)
+
+
+def _tpe_section(w) -> None:
+    """Live TPE on the raw space against the live kernelrules runs: seconds to the 2% band, per problem."""
+    import suite_live_vs_tpe as vs
+
+    tpe = vs.load(RESULTS / TPE_SERIES, "tpe-raw-")
+    if not tpe:
+        return
+    rows = vs.compare(vs.load(RESULTS / LIVE_SERIES, "live-"), tpe)
+    s = vs.summary(rows)
+    commits = sorted({run.get("kernelrules_commit") or "unknown" for run in tpe.values()})
+    so_far = " so far" if len(rows) < 43 else ""
+    w(f"### Against live TPE on the raw space (`{TPE_SERIES}`: {len(rows)} of 43 problems{so_far})")
+    w("")
+    w(f"TPE searches the raw space (no rules, no perf-model seeds) with the same harness, code (kernelrules "
+      f"{', '.join(commits)}) and seed as `{LIVE_SERIES}`, in its own device calls (not the same calls as the "
+      "kernelrules runs; the series' README gives its budget and calls). Both sides by single "
+      "timings: when the run's best-so-far first came within 2% of the sweep's best config as the same run timed "
+      "it. A TPE run that never got there counts its whole run (`>=`: a lower bound). "
+      f"`python benchmarks/suite_live_vs_tpe.py benchmarks/results/suite/{LIVE_SERIES} "
+      f"benchmarks/results/suite/{TPE_SERIES} --table`.")
+    w("")
+    w(vs.table(rows))
+    w("")
+    mean = s["geomean_ratio"]
+    if mean:
+        bound = ">= " if s["lower_bound"] else ""
+        w(f"- kernelrules reached the 2% band {bound}{mean:.1f}x sooner than TPE (geometric mean over "
+          f"{s['with_ratio']} problems; at least 5x sooner in {s['at_least_5x']}; issue 13's target: 5x).")
+        w("")
 
 
 def live_summary(rows: list[dict]) -> list[str]:

@@ -110,3 +110,32 @@ def test_live_against_tpe_ratios_and_a_lower_bound_for_a_tpe_run_that_never_got_
     s = vs.summary(rows)
     assert s["geomean_ratio"] == pytest.approx((10.0 * 20.0) ** 0.5) and s["lower_bound"] and s["at_least_5x"] == 2
     assert ">= 120.0" in vs.table(rows) and ">= 20.0x" in vs.table(rows)
+
+
+def test_the_suite_page_sets_live_tpe_beside_the_live_series_only_when_tpe_runs_exist(tmp_path, monkeypatch):
+    """suite_report._tpe_section: nothing without a TPE series; with one, the per-problem table and the geometric
+    mean, marked a lower bound when a TPE run never got within 2%."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import suite_report
+
+    def run(points, wall):
+        return {"records": [_record(t, "better", ms) for t, ms in points], "timed_config": {"ms": 1.0},
+                "summary": {}, "wall_s": wall, "kernelrules_commit": "abc1234"}
+
+    monkeypatch.setattr(suite_report, "RESULTS", tmp_path)
+    monkeypatch.setattr(suite_report, "LIVE_SERIES", "live-x")
+    monkeypatch.setattr(suite_report, "TPE_SERIES", "tpe-raw-x")
+    (tmp_path / "live-x").mkdir()
+    (tmp_path / "live-x" / "live-a__small.json").write_text(json.dumps(run([(8.0, 1.01)], 40)))
+    lines: list[str] = []
+    suite_report._tpe_section(lines.append)
+    assert lines == []
+    (tmp_path / "tpe-raw-x").mkdir()
+    (tmp_path / "tpe-raw-x" / "tpe-raw-a__small.json").write_text(json.dumps(run([(10.0, 1.5)], 96)))
+    suite_report._tpe_section(lines.append)
+    page = "\n".join(lines)
+    assert "(`tpe-raw-x`: 1 of 43 problems so far)" in page and "kernelrules abc1234" in page
+    assert "| a__small | 8.0 | >= 96.0 | >= 12.0x |" in page
+    assert ">= 12.0x sooner than TPE (geometric mean over 1 problems; at least 5x sooner in 1" in page
