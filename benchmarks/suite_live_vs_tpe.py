@@ -28,17 +28,42 @@ def load(folder: Path, prefix: str) -> dict[str, dict]:
 
 
 def compare(ours: dict[str, dict], tpe: dict[str, dict]) -> list[dict]:
-    """One row per problem in both series: each side's seconds to 2%, the ratio and whether it is a lower bound."""
+    """One row per problem in both series: each side's seconds to 2%, the ratio and whether it is a lower bound;
+    also each side's first timing and configs timed until 2% (what the fixed start-up and the search each cost)."""
     rows = []
     for name in sorted(set(ours) & set(tpe)):
-        mine, theirs = summarize(ours[name])["to_2pct_s"], summarize(tpe[name])["to_2pct_s"]
-        censored = theirs is None
+        mine, theirs = summarize(ours[name]), summarize(tpe[name])
+        mine_s, theirs_s = mine["to_2pct_s"], theirs["to_2pct_s"]
+        censored = theirs_s is None
         if censored:
-            theirs = float(tpe[name].get("wall_s") or 0.0) or None
-        ratio = theirs / mine if mine and theirs else None
-        rows.append({"problem": name, "kernelrules_s": mine, "tpe_s": theirs, "tpe_reached": not censored,
-                     "ratio": ratio})
+            theirs_s = float(tpe[name].get("wall_s") or 0.0) or None
+        ratio = theirs_s / mine_s if mine_s and theirs_s else None
+        rows.append({"problem": name, "kernelrules_s": mine_s, "tpe_s": theirs_s, "tpe_reached": not censored,
+                     "ratio": ratio, "kernelrules_first_s": mine["first_s"], "tpe_first_s": theirs["first_s"],
+                     "kernelrules_timed": timed_until_2pct(ours[name]), "tpe_timed": timed_until_2pct(tpe[name]),
+                     "tpe_judging_s": judging_seconds(tpe[name])})
     return rows
+
+
+def timed_until_2pct(run: dict) -> int | None:
+    """Configs the run timed until its best-so-far came within 2% of its timing of the sweep's best (None: never)."""
+    reference = (run.get("timed_config") or {}).get("ms")
+    best, timed = None, 0
+    for record in sorted(run["records"], key=lambda r: r.get("elapsed_s") or 0):
+        if record.get("status") in ("better", "slower") and record.get("ms"):
+            timed += 1
+            best = record["ms"] if best is None else min(best, record["ms"])
+            if reference and best <= reference * 1.02:
+                return timed
+    return None
+
+
+def judging_seconds(run: dict) -> float | None:
+    """Seconds the run spent judging the space at the config stage (start-up, before any trial)."""
+    startup = run.get("summary", {}).get("startup") or {}
+    if startup.get("space_judged_s") is None or startup.get("study_opened_s") is None:
+        return None
+    return startup["space_judged_s"] - startup["study_opened_s"]
 
 
 def geomean(values: list[float]) -> float | None:
@@ -53,13 +78,16 @@ def summary(rows: list[dict]) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| problem | kernelrules s to 2% | TPE (raw) s to 2% | ratio |", "|---|---:|---:|---:|"]
+    lines = ["| problem | kernelrules s to 2% | TPE (raw) s to 2% | ratio | first timing (kernelrules / TPE) "
+             "| configs timed to 2% (kernelrules / TPE) |", "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         bound = "" if r["tpe_reached"] else ">= "
         tpe = f"{bound}{r['tpe_s']:.1f}" if r["tpe_s"] else "–"
         mine = f"{r['kernelrules_s']:.1f}" if r["kernelrules_s"] is not None else "never"
         ratio = f"{bound}{r['ratio']:.1f}x" if r["ratio"] else "–"
-        lines.append(f"| {r['problem']} | {mine} | {tpe} | {ratio} |")
+        firsts = " / ".join(f"{v:.1f} s" if v is not None else "–" for v in (r["kernelrules_first_s"], r["tpe_first_s"]))
+        timed = " / ".join(str(v) if v is not None else "never" for v in (r["kernelrules_timed"], r["tpe_timed"]))
+        lines.append(f"| {r['problem']} | {mine} | {tpe} | {ratio} | {firsts} | {timed} |")
     return "\n".join(lines)
 
 

@@ -102,6 +102,26 @@ class _Session:
         return harness_edge_signatures(self.runner, self.spec, settings.edge_probe_configs, settings.space_signature,
                                        lambda sizes: self.case(sizes, self.spec.seeds[0])[0])
 
+    def warm(self) -> None:
+        """Before the first request (the driver is still judging the space, on a GPU machine): the first trial's own
+        set-up, done once here instead: every seed's and edge shape's inputs and references, the timing copies,
+        and Triton's CUDA helper module. A failure is left to the first trial, which meets it again and reports it."""
+        try:
+            for sizes, seed in self.cases_to_check():
+                self.case(sizes, seed)
+            self.sets_for_timing()
+            if not self.settings.interpret:
+                from triton.runtime import driver
+
+                driver.active.utils  # noqa: B018 - built (a C module) on first use
+        except Exception:  # noqa: BLE001 - see above
+            pass
+
+    def cases_to_check(self) -> list[tuple[dict, int]]:
+        """The (sizes, seed) cases a config is checked on: every seed at the problem's sizes, then the edge shapes."""
+        cases = [(self.spec.sizes, s) for s in self.spec.seeds]
+        return cases + [(sizes, self.spec.seeds[0]) for sizes in self.spec.edge_sizes]
+
     def sets_for_timing(self) -> list[dict]:
         """Input sets to rotate through while timing: several copies when they fit in L2."""
         if self.timing_sets is None:
@@ -148,9 +168,7 @@ class _Session:
             start = time.perf_counter()
             rtol, atol = tolerance_for(self.spec.precision_dtype(), self.spec.tolerance)
             checks = []
-            cases = [(self.spec.sizes, s) for s in self.spec.seeds]
-            cases += [(sizes, self.spec.seeds[0]) for sizes in self.spec.edge_sizes]
-            for sizes, seed in cases:
+            for sizes, seed in self.cases_to_check():
                 tensors, ref64, lowp = self.case(sizes, seed)
                 poison_outputs(self.runner, tensors)
                 launched = self.runner.launch(config, tensors, sizes)
@@ -262,6 +280,7 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
     except BaseException as exc:  # noqa: BLE001 - the driver turns this into one clear error
         conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))
         return
+    session.warm()  # after "ready": a request sent meanwhile waits in the socket for what it would have done itself
     from .feedback import context_lost
 
     while True:

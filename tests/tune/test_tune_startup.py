@@ -120,3 +120,22 @@ def test_an_error_while_the_study_opens_leaves_no_compile_worker(tmp_path):
     for _ in range(12):  # a judging thread left running would start new workers seconds later
         assert set(_compile_workers_of_this_process()) <= before
         time.sleep(0.5)
+
+
+def test_a_worker_warms_every_check_case_and_the_timing_sets_before_its_first_request():
+    """bench_process._Session.warm: after "ready", the inputs and references of every seed and edge shape a check
+    uses, and the timing copies, exist before any config is asked for (the first trial no longer builds them)."""
+    from kernelrules.space import load_space
+    from kernelrules.tune.bench_process import _Session
+    from kernelrules.tune.problem import load_problem
+    from kernelrules.tune.worker import WorkerSettings
+
+    spec = load_problem(load_space(SMALL))
+    session = _Session(WorkerSettings(spec=spec, interpret=True), conn=None)
+    expected = {(tuple(sorted(sizes.items())), seed) for sizes, seed in session.cases_to_check()}
+    assert len(expected) == len(spec.seeds) + len(spec.edge_sizes) > 1
+    assert session.cases == {} and session.timing_sets is None
+    session.warm()
+    assert set(session.cases) == expected
+    assert session.timing_sets and session.timing_sets[0] is session.cases[(tuple(sorted(spec.sizes.items())),
+                                                                           spec.seeds[0])][0]
