@@ -139,3 +139,5 @@ def test_the_suite_page_sets_live_tpe_beside_the_live_series_only_when_tpe_runs_
     assert "(`tpe-raw-x`: 1 of 43 problems so far)" in page and "kernelrules abc1234" in page
     assert "| a__small | 8.0 | >= 96.0 | >= 12.0x |" in page
     assert ">= 12.0x sooner than TPE (geometric mean over 1 problems; at least 5x sooner in 1" in page
+    assert "first timed config was within 2% in 1 of 1 problems" in page
+    assert "median first timing 8.0 s (kernelrules) and 10.0 s (TPE)" in page
