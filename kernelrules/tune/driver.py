@@ -240,6 +240,7 @@ class Tuner:
         try:
             workers = self._start_workers()
             self.workers = workers
+            self.gate.start_compile_workers()
             self._mark("workers_started")
             self._open()
             self._mark("study_opened")

@@ -114,6 +114,11 @@ class Gate:
         """How many compiles the gate runs at once (its pool's workers)."""
         return self.pruner.pool.max_workers
 
+    def start_compile_workers(self) -> None:
+        """Start the pool's workers now, without waiting: each imports Triton while the caller opens the study,
+        instead of after it, when the probe compiles need them."""
+        self.pruner.pool.start(self.pruner.pool.max_workers)
+
     def edge_jobs(self, config: KernelConfig) -> list[Any]:
         """The compile jobs of ``config`` at the problem's edge shapes (none without a shared Triton cache)."""
         return [target.job(config, self.arch, self.timeout) for target in self.edge_targets]
