@@ -53,7 +53,7 @@ from .gate import Gate, Judgement
 from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import first_compiles, warm_sampler_imports
+from .startup import first_compiles, first_guesses, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
@@ -200,6 +200,25 @@ class Tuner:
         judgement = self.gate.at_config_stage(config)
         return judgement.passed and not predicted_to_spill(judgement)
 
+    def _compile_first_guesses(self) -> None:
+        """A new study's first seeds, guessed from the configs' values, compile while the probes run
+        (:func:`~kernelrules.tune.startup.first_guesses`; nothing on a machine with few compile workers)."""
+        o = self.options
+        if o.stage != "compiled" or self.study.trials or o.sampler == "grid":
+            return
+        problem = dict(self.space.problem)
+
+        def rank(configs: Sequence[KernelConfig], count: int) -> list[KernelConfig]:
+            return (o.seeder or perf_model_seeds)(configs, self.arch, problem, count)
+
+        try:
+            guesses, limit = first_guesses(self.gate.plain_survivors(self.configs), self.gate.compile_workers(),
+                                           o.model_seeds, rank)
+        except Exception:  # noqa: BLE001 - a kernel the judging is about to report on: no guesses
+            return
+        if guesses:
+            self.gate.compile_ahead(guesses, limit)
+
     def _seed(self) -> list[KernelConfig]:
         """Queue the perf model's best guesses first in a new study; the configs queued, in order."""
         o = self.options
@@ -246,7 +265,9 @@ class Tuner:
             self._mark("study_opened")
             # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
             warming = warm_sampler_imports(o.sampler)
+            self._compile_first_guesses()
             judged = self.gate.prejudge(self.configs)
+            self.gate.stop_compiling_ahead()
             self._mark("space_judged")
             if o.stage == "compiled":
                 stream = self.gate.stream()

@@ -114,6 +114,20 @@ class Gate:
         """How many compiles the gate runs at once (its pool's workers)."""
         return self.pruner.pool.max_workers
 
+    def compile_ahead(self, configs: Sequence[KernelConfig], limit: int) -> None:
+        """Compile ``configs`` (each with its edge-shape jobs), at most ``limit`` jobs, on pool workers no asked-for
+        job needs (:meth:`CompilePool.compile_ahead`): a later compile of the same job takes the result."""
+        jobs = iter([job for config in configs for job in (self.job(config), *self.edge_jobs(config))][:limit])
+        self.pruner.pool.compile_ahead(lambda: next(jobs, None))
+
+    def stop_compiling_ahead(self) -> None:
+        """Start no more compiles ahead (those running finish, and stay for a later compile of their job)."""
+        self.pruner.pool.compile_ahead(None)
+
+    def plain_survivors(self, configs: Sequence[KernelConfig]) -> list[KernelConfig]:
+        """The configs no config-stage rule rejects without predictions (no probe compile needed)."""
+        return self.pruner.plain_survivors(list(configs), self.arch)
+
     def start_compile_workers(self) -> None:
         """Start the pool's workers now, without waiting: each imports Triton while the caller opens the study,
         instead of after it, when the probe compiles need them."""

@@ -21,7 +21,7 @@ from kernelrules.tune.driver import Tuner  # noqa: E402
 from kernelrules.tune.compile_stream import CompileStream  # noqa: E402
 from kernelrules.errors import KernelrulesError  # noqa: E402
 from kernelrules.tune.gate import Gate  # noqa: E402
-from kernelrules.tune.startup import first_compiles, warm_sampler_imports  # noqa: E402
+from kernelrules.tune.startup import first_compiles, first_guesses, warm_sampler_imports  # noqa: E402
 
 SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
 
@@ -139,3 +139,45 @@ def test_a_worker_warms_every_check_case_and_the_timing_sets_before_its_first_re
     assert set(session.cases) == expected
     assert session.timing_sets and session.timing_sets[0] is session.cases[(tuple(sorted(spec.sizes.items())),
                                                                            spec.seeds[0])][0]
+
+
+def test_first_guesses_leave_the_probes_their_workers_and_need_two_spare():
+    rank = lambda configs, n: configs[:n]  # noqa: E731
+    assert first_guesses([1, 2, 3, 4, 5, 6], 16, 8, rank) == ([1, 2, 3, 4, 5, 6], 14)
+    assert first_guesses([1, 2, 3, 4, 5, 6], 5, 8, rank) == ([1, 2, 3], 3)
+    assert first_guesses([1, 2, 3], 3, 8, rank) == ([], 0)  # one spare worker: the probes would wait for it
+    assert first_guesses([1, 2, 3], 16, 0, rank) == ([], 0)  # no seeds asked for
+    assert first_guesses([], 16, 8, rank) == ([], 0)
+
+
+def test_with_compile_workers_to_spare_the_first_seed_compiles_while_the_space_is_judged(tmp_path, monkeypatch):
+    """jobs=4: two workers for the probes, two for the perf model's first guesses from the configs' values; the
+    first seed judged afterwards was among them, so its compile had started before the judging ended, and no
+    compile job ran twice (the stream's compile of it took the result)."""
+    dispatched, at_judged, seeded = collections.Counter(), [], []
+    dispatch, prejudge, seed = CompilePool._dispatch, Gate.prejudge, Tuner._seed
+
+    def counting_dispatch(pool, worker, job, key, shared_dir=None):
+        dispatched[job] += 1
+        return dispatch(pool, worker, job, key, shared_dir)
+
+    def recording_prejudge(gate, configs):
+        judged = prejudge(gate, configs)
+        at_judged.append((gate, set(dispatched)))
+        return judged
+
+    def recording_seed(tuner):
+        seeds = seed(tuner)
+        seeded.extend(seeds)
+        return seeds
+
+    monkeypatch.setattr(CompilePool, "_dispatch", counting_dispatch)
+    monkeypatch.setattr(Gate, "prejudge", recording_prejudge)
+    monkeypatch.setattr(Tuner, "_seed", recording_seed)
+    result = tune(SMALL, arch="ampere", interpret=True, trials=3, storage=str(tmp_path / "study.db"),
+                  stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=4, seed=3)
+    assert seeded and len(at_judged) == 1
+    gate, before_judged = at_judged[0]
+    assert gate.job(seeded[0]) in before_judged
+    assert max(dispatched.values()) == 1
+    assert sum(r["status"] in ("better", "slower") for r in result.records) == 3
