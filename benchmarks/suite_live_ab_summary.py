@@ -46,8 +46,19 @@ def summarize(run: dict) -> dict:
         "busy": round(sum(sum(v) for v in phases.values()) / span, 2) if span and phases else None,
         "to_2pct_s": time_to_within(timed, reference["ms"])[0] if reference.get("ms") else None,
         "ready_s": (run["summary"].get("startup") or {}).get("workers_ready_s"),
+        "startup": start_up(run),
         "phases": {p: (round(statistics.median(v), 3), round(sum(v), 1)) for p, v in phases.items()},
     }
+
+
+#: The start-up marks the table shows, in order (a run's ``summary.startup``; older runs lack some).
+START_UP = ("study_opened_s", "space_judged_s", "seeded_s")
+
+
+def start_up(run: dict) -> str:
+    """The run's start-up marks as "study / judged / seeded" seconds ("-" for a mark the run did not record)."""
+    marks = run.get("summary", {}).get("startup") or {}
+    return " / ".join(f"{marks[k]:.1f}" if marks.get(k) is not None else "-" for k in START_UP)
 
 
 def runs(folder: Path) -> list[tuple[str, str, str, dict]]:
@@ -66,11 +77,11 @@ def runs(folder: Path) -> list[tuple[str, str, str, dict]]:
 
 
 def table(items: list[tuple[str, str, str, dict]]) -> str:
-    lines = ["| problem | call | variant | commit | first timed | timed | configs/s | worker busy | s to 2% |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| problem | call | variant | commit | study / judged / seeded | first timed | timed | configs/s | worker busy "
+             "| s to 2% |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for call, variant, problem, run in items:
         s = summarize(run)
-        cells = [problem, call or "-", variant, run.get("kernelrules_commit", "?"),
+        cells = [problem, call or "-", variant, run.get("kernelrules_commit", "?"), s["startup"],
                  f"{s['first_s']:.1f} s" if s["first_s"] is not None else "-", str(s["timed"]),
                  f"{s['rate']:.2f}" if s["rate"] else "-", f"{s['busy']:.0%}" if s["busy"] is not None else "-",
                  f"{s['to_2pct_s']:.1f}" if s["to_2pct_s"] is not None else "never"]

@@ -141,3 +141,16 @@ def test_the_suite_page_sets_live_tpe_beside_the_live_series_only_when_tpe_runs_
     assert ">= 12.0x sooner than TPE (geometric mean over 1 problems; at least 5x sooner in 1" in page
     assert "first timed config was within 2% in 1 of 1 problems" in page
     assert "median first timing 8.0 s (kernelrules) and 10.0 s (TPE)" in page
+
+
+def test_the_ab_table_shows_each_runs_start_up_marks_and_a_dash_for_one_it_lacks():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import suite_live_ab_summary as ab
+
+    run = {"summary": {"startup": {"study_opened_s": 1.24, "space_judged_s": 3.0, "seeded_s": 3.06}}, "records": []}
+    assert ab.start_up(run) == "1.2 / 3.0 / 3.1"
+    assert ab.start_up({"summary": {"startup": {"space_judged_s": 2.0}}}) == "- / 2.0 / -"
+    assert "| p__small | - | head | abc | 1.2 / 3.0 / 3.1 |" in ab.table([("", "head", "p__small",
+                                                                          {**run, "kernelrules_commit": "abc"})])
