@@ -2,7 +2,7 @@
 
 The benchmark workers import torch and set up their GPUs for seconds after the run
 starts. The driver spends that time judging the space and opening the study, and with
-these two helpers also:
+these helpers also:
 
 - **compiling the first candidates** (:func:`first_compiles`): the perf model's seeds are
   the first trials the loop asks for, so the loop's first compile batch is known before
