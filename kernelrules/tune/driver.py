@@ -53,7 +53,7 @@ from .gate import Gate, Judgement
 from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import first_compiles, first_guesses, warm_sampler_imports
+from .startup import MAX_GUESS_CONFIGS, first_compiles, first_guesses, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
@@ -204,7 +204,7 @@ class Tuner:
         """A new study's first seeds, guessed from the configs' values, compile while the probes run
         (:func:`~kernelrules.tune.startup.first_guesses`; nothing on a machine with few compile workers)."""
         o = self.options
-        if o.stage != "compiled" or self.study.trials or o.sampler == "grid":
+        if o.stage != "compiled" or self.study.trials or o.sampler == "grid" or len(self.configs) > MAX_GUESS_CONFIGS:
             return
         problem = dict(self.space.problem)
 

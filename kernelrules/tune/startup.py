@@ -36,15 +36,19 @@ def first_compiles(seeds: Sequence[KernelConfig], count: int, passes: Callable[[
 
 #: Compile workers left to the resource model's probe compiles (two at a time) while first guesses compile ahead.
 PROBE_WORKERS = 2
+#: The most configs ranked for first guesses: the ranking takes 0.05-0.6 ms a config on a CPU and delays the
+#: judging it runs before (0.1 s for the 1875 configs of examples/matmul.tune.yaml); a larger space guesses nothing.
+MAX_GUESS_CONFIGS = 4096
 
 
 def first_guesses(configs: Sequence[KernelConfig], compile_workers: int, seeds: int,
                   rank: Callable[[Sequence[KernelConfig], int], list]) -> tuple[list[KernelConfig], int]:
     """The configs to compile ahead while the space is judged, and how many compile jobs they may take: the first
     of ``rank(configs, n)`` (the perf model on the configs' values), on the workers the probes leave
-    (none when fewer than two are left: a small machine's probes would wait for them)."""
+    (none when fewer than two are left: a small machine's probes would wait for them; none for a space of more
+    than :data:`MAX_GUESS_CONFIGS`)."""
     spare = compile_workers - PROBE_WORKERS
-    if spare < 2 or seeds <= 0 or not configs:
+    if spare < 2 or seeds <= 0 or not configs or len(configs) > MAX_GUESS_CONFIGS:
         return [], 0
     return list(rank(configs, min(seeds, spare))), spare
 
