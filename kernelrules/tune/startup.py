@@ -36,8 +36,9 @@ def first_compiles(seeds: Sequence[KernelConfig], count: int, passes: Callable[[
 
 #: Compile workers left to the resource model's probe compiles (two at a time) while first guesses compile ahead.
 PROBE_WORKERS = 2
-#: The most configs ranked for first guesses: the ranking takes 0.05-0.6 ms a config on a CPU and delays the
-#: judging it runs before (0.1 s for the 1875 configs of examples/matmul.tune.yaml); a larger space guesses nothing.
+#: The most configs ranked for first guesses: the ranking takes 0.07-0.4 ms a config on a 2-core CPU (four suite and
+#: example spaces) and delays the judging it runs before (0.12 s for the 1875 configs of examples/matmul.tune.yaml);
+#: a larger space guesses nothing.
 MAX_GUESS_CONFIGS = 4096
 
 
