@@ -685,11 +685,12 @@ def tpe_start_up_lines(rows: list[dict]) -> list[str]:
     first_hits = sum(r["kernelrules_timed"] == 1 for r in rows)
     lines.append(f"kernelrules' first timed config was within 2% in {first_hits} of {len(rows)} problems: there its "
                  "time to 2% is its start-up alone, and the ratio is TPE's time over that start-up.")
-    judging = [r["tpe_judging_s"] for r in rows if r["tpe_judging_s"] is not None]
+    judging = [r["tpe_judging_s"] for r in rows if (r["tpe_judging_s"] or 0) > 0.05]  # later code judges nothing
     if judging:
-        lines.append(f"The TPE runs also judged the space at the config stage before their first trial "
-                     f"({min(judging):.1f}-{max(judging):.1f} s), which `--stage none` does not use: a TPE outside "
-                     "kernelrules would not pay it, so its times, and these ratios, would be that much lower.")
+        lines.append(f"{len(judging)} TPE runs also judged the space at the config stage before their first trial "
+                     f"({min(judging):.1f}-{max(judging):.1f} s), which `--stage none` did not use (and no longer "
+                     "runs): a TPE outside kernelrules would not pay it, so their times, and these ratios, would be "
+                     "that much lower.")
     return lines
 
 

@@ -259,14 +259,15 @@ class Tuner:
         try:
             workers = self._start_workers()
             self.workers = workers
-            self.gate.start_compile_workers()
+            if o.stage != "none":  # the raw space compiles nothing in the gate: no probes, no compiled stage
+                self.gate.start_compile_workers()
             self._mark("workers_started")
             self._open()
             self._mark("study_opened")
             # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
             warming = warm_sampler_imports(o.sampler)
             self._compile_first_guesses()
-            judged = self.gate.prejudge(self.configs)
+            judged = self.gate.prejudge(self.configs) if o.stage != "none" else {}
             self.gate.stop_compiling_ahead()
             self._mark("space_judged")
             if o.stage == "compiled":

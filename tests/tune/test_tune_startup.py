@@ -182,3 +182,26 @@ def test_with_compile_workers_to_spare_the_first_seed_compiles_while_the_space_i
     assert gate.job(seeded[0]) in before_judged
     assert max(dispatched.values()) == 1
     assert sum(r["status"] in ("better", "slower") for r in result.records) == 3
+
+
+def test_the_raw_space_starts_without_judging_it(tmp_path, monkeypatch):
+    """stage="none" (a baseline's raw space): no probe compile, no compile worker started, nothing rejected; the
+    trials run as asked (a TPE or random baseline does not pay for kernelrules' judging)."""
+    dispatched, spawned = [], []
+    dispatch, spawn = CompilePool._dispatch, CompilePool._spawn
+
+    def counting_dispatch(pool, worker, job, key, shared_dir=None):
+        dispatched.append(job)
+        return dispatch(pool, worker, job, key, shared_dir)
+
+    def counting_spawn(pool):
+        spawned.append(pool)
+        return spawn(pool)
+
+    monkeypatch.setattr(CompilePool, "_dispatch", counting_dispatch)
+    monkeypatch.setattr(CompilePool, "_spawn", counting_spawn)
+    result = tune(SMALL, arch="ampere", interpret=True, trials=3, storage=str(tmp_path / "study.db"), stage="none",
+                  sampler="random", model_seeds=0, cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2)
+    assert dispatched == [] and spawned == []
+    assert result.summary["config_stage"]["rejected"] == 0
+    assert sum(r["status"] in ("better", "slower") for r in result.records) == 3
