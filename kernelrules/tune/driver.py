@@ -226,7 +226,7 @@ class Tuner:
             return []
         if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
             return []
-        passing = [c for c in self.configs if self.gate.at_config_stage(c).passed or o.stage == "none"]
+        passing = [c for c in self.configs if o.stage == "none" or self.gate.at_config_stage(c).passed]
         seeder = o.seeder or perf_model_seeds
         try:
             seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds,
