@@ -154,3 +154,26 @@ def test_the_ab_table_shows_each_runs_start_up_marks_and_a_dash_for_one_it_lacks
     assert ab.start_up({"summary": {"startup": {"space_judged_s": 2.0}}}) == "- / 2.0 / -"
     assert "| p__small | - | head | abc | 1.2 / 3.0 / 3.1 |" in ab.table([("", "head", "p__small",
                                                                           {**run, "kernelrules_commit": "abc"})])
+
+
+def test_sass_loads_in_flight_counts_the_loads_issued_before_the_first_one_is_read():
+    """benchmarks/sass_loads_in_flight.py's reading of nvdisasm output (docs/perf-model.md quotes it)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import sass_loads_in_flight as sass
+
+    three = "\n".join([
+        "        /*0200*/               @P3 LDG.E.128 R8, desc[UR12][R4.64] ;",
+        "        /*0210*/                   ISETP.LT.AND P3, PT, R7, R0, !P2 ;",
+        "        /*0220*/               @P3 LDG.E.128 R12, desc[UR12][R6.64] ;",
+        "        /*0230*/               @P3 LDG.E.128 R16, desc[UR12][R6.64+0x800] ;",
+        "        /*0240*/                   FADD R22, R11, R22 ;",
+        "        /*0250*/               @P3 LDG.E.128 R8, desc[UR12][R28.64] ;"])
+    one = "\n".join([
+        "        /*0260*/               @P2 LDG.E.128 R12, desc[UR12][R28.64] ;",
+        "        /*0290*/                   FADD R3, R12, R3 ;",
+        "        /*0300*/               @P2 LDG.E.128 R8, desc[UR12][R12.64] ;"])
+    assert sass.loads_before_first_use(three) == 3
+    assert sass.loads_before_first_use(one) == 1
+    assert sass.loads_before_first_use("        /*0000*/                   MOV R1, c[0x0][0x28] ;") == 0
