@@ -189,7 +189,10 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
     dot = bool(facts.get("dot_count")) or (flops > 0 and bm is not None and bn is not None)
     if dot:
         bk = _first(c, ("BLOCK_K", "BLOCK_SIZE_K", "BK", "HEAD_DIM", "BLOCK_D", "D")) or 32
-        bm, bn = int(facts.get("dot_m") or bm), int(facts.get("dot_n") or bn)
+        # the tile the kernel names first: the resource model's dot tile is one of the kernel's dots, and in an
+        # attention kernel that is P @ V, whose N is HEAD_DIM (BLOCK_N would then not move the estimate at all)
+        bm = int(bm if bm is not None else facts.get("dot_m"))
+        bn = int(bn if bn is not None else facts.get("dot_n"))
         tile_load = float((bm + bn) * bk) * max(1, stages - 1)  # operand tiles in flight per program
         reread = flops * eb * (1.0 / bm + 1.0 / bn) / 2.0
         demand = bm * bn / (32.0 * warps) + (bm + bn) * bk * eb / 4.0 / (32.0 * warps)

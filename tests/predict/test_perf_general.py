@@ -126,6 +126,24 @@ def test_l2_reads_go_into_the_busy_sms_only():
     assert l2(sms * int(f["blocks_per_sm"])) == pytest.approx(every_sm)
 
 
+def test_an_attention_tile_is_the_one_the_kernel_names_not_the_resource_models_second_dot():
+    """The resource model reports one of a kernel's dots: in attention P @ V, whose N is HEAD_DIM. The tile the
+    estimate uses is BLOCK_M x BLOCK_N as the kernel names them, so BLOCK_N moves it (it did not: every BLOCK_N of
+    a BLOCK_M tied, and the first of the ties was 27% off the best on flash_attn__skinny)."""
+    problem = {"B": 1, "H": 32, "S": 4096, "D": 128, "dtype": "fp16", "grid": "cdiv(S, BLOCK_M) * B * H",
+               "flops": "4 * B * H * S * S * D", "bytes": "4 * B * H * S * D * 2"}
+    p_at_v = {"dot_count": 2, "dot_m": 128, "dot_n": 128, "dot_k": 32, "mma_path": "wgmma"}  # P @ V's tile
+
+    def tile(block_n):
+        config = {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": block_n, "num_warps": 8, "num_stages": 3}
+        f = features(config, "h200", problem, {**p_at_v, "dot_k": block_n})
+        return f["tile_load"], f["reread_bytes"]
+
+    assert tile(32) != tile(64) != tile(128)
+    assert tile(32)[0] == (128 + 32) * 128 * 2  # (BLOCK_M + BLOCK_N) x HEAD_DIM, num_stages - 1 in flight
+    assert tile(32)[1] > tile(64)[1] > tile(128)[1]  # a narrower BLOCK_N re-reads more
+
+
 def test_needs_a_grid():
     with pytest.raises(ValueError):
         estimate(_cfg(), "h200", {k: v for k, v in ROWS.items() if k != "grid"})
