@@ -3,7 +3,7 @@
     python benchmarks/suite_first_guesses.py [--guesses 8] [--seeds 4] [--arch h200]
 
 For every suite problem: the configs no rule rejects without predictions, ranked by the perf model with no
-resource model (``kernelrules.tune.startup.first_guesses``' ranking: what `kernelrules tune` compiles ahead while
+resource model (the ranking `Tuner._compile_first_guesses` uses: what `kernelrules tune` compiles ahead while
 the space is judged, on a machine with compile workers to spare), against the seeds it queues after the probe
 compiles (the configs the config stage passes, ranked with the learned resource model). Prints, per problem,
 whether the first seed is among the guesses and how many of the first ``--seeds`` seeds are; CPU only (probe

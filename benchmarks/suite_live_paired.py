@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -71,9 +72,9 @@ def summary(rows: list[dict]) -> list[str]:
         if reached:
             line += f"; geometric mean {geometric_mean(reached):.1f} s, slowest {max(reached):.1f} s"
         lines.append(line + ".")
-    before = sorted(r["before_clock_s"] for r in rows if r.get("before_clock_s") is not None)
+    before = [r["before_clock_s"] for r in rows if r.get("before_clock_s") is not None]
     if before:  # runs of h200_tune.py after 4fd2224: the seconds its imports took before the run's clock started
-        lines.append(f"Before each run's clock started, the script's imports took {before[len(before) // 2]:.1f} s "
+        lines.append(f"Before each run's clock started, the script's imports took {statistics.median(before):.1f} s "
                      f"(median of {len(before)} runs; not counted in the times above).")
     same = sum(r["pick_is_reference"] for r in rows)
     lines.append(f"The pick was the sweep's best config itself in {same} of {len(rows)} runs.")

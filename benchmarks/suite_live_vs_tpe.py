@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from suite_live_ab_summary import summarize  # noqa: E402
+from suite_report import time_to_within  # noqa: E402
 
 
 def load(folder: Path, prefix: str) -> dict[str, dict]:
@@ -48,14 +49,8 @@ def compare(ours: dict[str, dict], tpe: dict[str, dict]) -> list[dict]:
 def timed_until_2pct(run: dict) -> int | None:
     """Configs the run timed until its best-so-far came within 2% of its timing of the sweep's best (None: never)."""
     reference = (run.get("timed_config") or {}).get("ms")
-    best, timed = None, 0
-    for record in sorted(run["records"], key=lambda r: r.get("elapsed_s") or 0):
-        if record.get("status") in ("better", "slower") and record.get("ms"):
-            timed += 1
-            best = record["ms"] if best is None else min(best, record["ms"])
-            if reference and best <= reference * 1.02:
-                return timed
-    return None
+    seconds, timed = time_to_within(run["records"], reference) if reference else (None, 0)
+    return timed if seconds is not None else None
 
 
 def judging_seconds(run: dict) -> float | None:

@@ -53,7 +53,7 @@ from .gate import Gate, Judgement
 from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import MAX_GUESS_CONFIGS, first_compiles, first_guesses, warm_sampler_imports
+from .startup import first_compiles, guess_budget, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
@@ -202,18 +202,14 @@ class Tuner:
 
     def _compile_first_guesses(self) -> None:
         """A new study's first seeds, guessed from the configs' values, compile while the probes run
-        (:func:`~kernelrules.tune.startup.first_guesses`; nothing on a machine with few compile workers)."""
+        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers)."""
         o = self.options
-        if o.stage != "compiled" or self.study.trials or o.sampler == "grid" or len(self.configs) > MAX_GUESS_CONFIGS:
+        count, limit = guess_budget(len(self.configs), self.gate.compile_workers(), o.model_seeds)
+        if o.stage != "compiled" or self.study.trials or o.sampler == "grid" or not count:
             return
-        problem = dict(self.space.problem)
-
-        def rank(configs: Sequence[KernelConfig], count: int) -> list[KernelConfig]:
-            return (o.seeder or perf_model_seeds)(configs, self.arch, problem, count)
-
         try:
-            guesses, limit = first_guesses(self.gate.plain_survivors(self.configs), self.gate.compile_workers(),
-                                           o.model_seeds, rank)
+            guesses = (o.seeder or perf_model_seeds)(self.gate.plain_survivors(self.configs), self.arch,
+                                                     dict(self.space.problem), count)
         except Exception:  # noqa: BLE001 - a kernel the judging is about to report on: no guesses
             return
         if guesses:
@@ -303,7 +299,7 @@ class Tuner:
         finally:
             if stream is not None:
                 stream.close()
-            if hasattr(self, "ledger"):
+            if hasattr(self, "ledger"):  # made when the study opens, which may have failed
                 self.ledger.abandon()
             for worker in workers:
                 if worker.info:

@@ -8,7 +8,7 @@ these helpers also:
   the first trials the loop asks for, so the loop's first compile batch is known before
   any worker is ready. The driver hands it to the gate's compile thread at once; when the
   loop compiles the same configs, the compile pool's result cache answers.
-- **compiling the first guesses while the space is judged** (:func:`first_guesses`): on a
+- **compiling the first guesses while the space is judged** (:func:`guess_budget`): on a
   machine with compile workers to spare, the perf model's first picks from the configs'
   values alone (no resource model yet) compile ahead beside the probe compiles; the seeds
   judged after the probes are mostly the same configs (the first seed was among the first
@@ -42,16 +42,14 @@ PROBE_WORKERS = 2
 MAX_GUESS_CONFIGS = 4096
 
 
-def first_guesses(configs: Sequence[KernelConfig], compile_workers: int, seeds: int,
-                  rank: Callable[[Sequence[KernelConfig], int], list]) -> tuple[list[KernelConfig], int]:
-    """The configs to compile ahead while the space is judged, and how many compile jobs they may take: the first
-    of ``rank(configs, n)`` (the perf model on the configs' values), on the workers the probes leave
-    (none when fewer than two are left: a small machine's probes would wait for them; none for a space of more
-    than :data:`MAX_GUESS_CONFIGS`)."""
+def guess_budget(space_size: int, compile_workers: int, seeds: int) -> tuple[int, int]:
+    """How many first guesses to rank and compile ahead while the space is judged, and how many compile jobs they
+    may take: one per worker the probes leave, at most ``seeds``; (0, 0) when fewer than two workers are left (a
+    small machine's probes would wait for them), or for a space of more than :data:`MAX_GUESS_CONFIGS`."""
     spare = compile_workers - PROBE_WORKERS
-    if spare < 2 or seeds <= 0 or not configs or len(configs) > MAX_GUESS_CONFIGS:
-        return [], 0
-    return list(rank(configs, min(seeds, spare))), spare
+    if spare < 2 or seeds <= 0 or not 0 < space_size <= MAX_GUESS_CONFIGS:
+        return 0, 0
+    return min(seeds, spare), spare
 
 
 def warm_sampler_imports(sampler: str) -> threading.Thread | None:

@@ -21,7 +21,7 @@ from kernelrules.tune.driver import Tuner  # noqa: E402
 from kernelrules.tune.compile_stream import CompileStream  # noqa: E402
 from kernelrules.errors import KernelrulesError  # noqa: E402
 from kernelrules.tune.gate import Gate  # noqa: E402
-from kernelrules.tune.startup import MAX_GUESS_CONFIGS, first_compiles, first_guesses, warm_sampler_imports  # noqa: E402
+from kernelrules.tune.startup import MAX_GUESS_CONFIGS, first_compiles, guess_budget, warm_sampler_imports  # noqa: E402
 
 SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
 
@@ -142,13 +142,12 @@ def test_a_worker_warms_every_check_case_and_the_timing_sets_before_its_first_re
 
 
 def test_first_guesses_leave_the_probes_their_workers_and_need_two_spare():
-    rank = lambda configs, n: configs[:n]  # noqa: E731
-    assert first_guesses([1, 2, 3, 4, 5, 6], 16, 8, rank) == ([1, 2, 3, 4, 5, 6], 14)
-    assert first_guesses([1, 2, 3, 4, 5, 6], 5, 8, rank) == ([1, 2, 3], 3)
-    assert first_guesses([1, 2, 3], 3, 8, rank) == ([], 0)  # one spare worker: the probes would wait for it
-    assert first_guesses([1, 2, 3], 16, 0, rank) == ([], 0)  # no seeds asked for
-    assert first_guesses([], 16, 8, rank) == ([], 0)
-    assert first_guesses(list(range(MAX_GUESS_CONFIGS + 1)), 16, 8, rank) == ([], 0)  # ranking it would delay
+    assert guess_budget(6, 16, 8) == (8, 14)
+    assert guess_budget(6, 5, 8) == (3, 3)
+    assert guess_budget(3, 3, 8) == (0, 0)  # one spare worker: the probes would wait for it
+    assert guess_budget(3, 16, 0) == (0, 0)  # no seeds asked for
+    assert guess_budget(0, 16, 8) == (0, 0)
+    assert guess_budget(MAX_GUESS_CONFIGS + 1, 16, 8) == (0, 0)  # ranking it would delay the judging
 
 
 def test_with_compile_workers_to_spare_the_first_seed_compiles_while_the_space_is_judged(tmp_path, monkeypatch):
