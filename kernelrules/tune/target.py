@@ -24,19 +24,75 @@ def arch_name(arch: str | None, interpret: bool) -> str:
         return os.environ["KERNELRULES_ARCH"]
     if interpret:
         raise KernelrulesError("--interpret needs --arch (there is no GPU to ask)", hint="e.g. --arch hopper")
-    try:
-        import torch
-
-        major, minor = torch.cuda.get_device_capability()
-        device_name = torch.cuda.get_device_name()
-    except Exception:  # noqa: BLE001
-        raise KernelrulesError("no GPU found to take the architecture from", hint="pass --arch, or --interpret") from None
+    found = cuda_device() or _torch_device()
+    if found is None:
+        raise KernelrulesError("no GPU found to take the architecture from", hint="pass --arch, or --interpret")
+    device_name, (major, minor) = found
     family = f"sm_{major}{minor}"
     try:
         skus = list(load_arch(family).flat().get("skus") or [])
     except Exception:  # noqa: BLE001 - an unknown family: load_arch reports it
         return family
     return sku_for_device(device_name, skus) or family
+
+
+#: ``CUdevice_attribute`` values of the CUDA driver API (cuda.h): the compute capability.
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+
+
+def cuda_device(ordinal: int = 0, library: Any = None) -> tuple[str, tuple[int, int]] | None:
+    """The name and compute capability of CUDA device ``ordinal`` (as ``CUDA_VISIBLE_DEVICES`` numbers it),
+    asked of the CUDA driver library itself; None without one, or when it answers with an error.
+
+    Not through torch: ``tune``'s driver launches nothing (its benchmark workers do), and importing a CUDA
+    build of torch and setting up CUDA only to read the device's name held up the whole start by 3-4 s on
+    an H200 machine, before the benchmark workers were even started. ``library`` is for tests (a stand-in
+    with the driver API's functions).
+    """
+    import ctypes
+
+    lib = library if library is not None else _cuda_library()
+    if lib is None:
+        return None
+    try:
+        device, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        name = ctypes.create_string_buffer(256)
+        calls = (lambda: lib.cuInit(0), lambda: lib.cuDeviceGet(ctypes.byref(device), ordinal),
+                 lambda: lib.cuDeviceGetName(name, len(name), device),
+                 lambda: lib.cuDeviceGetAttribute(ctypes.byref(major), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                                  device),
+                 lambda: lib.cuDeviceGetAttribute(ctypes.byref(minor), CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                                  device))
+        if any(call() != 0 for call in calls):  # CUDA_SUCCESS is 0; the first error stops the rest
+            return None
+    except Exception:  # noqa: BLE001 - a library without these functions: not a CUDA driver
+        return None
+    return name.value.decode(errors="replace"), (major.value, minor.value)
+
+
+def _cuda_library() -> Any:
+    """The CUDA driver library (``libcuda``), or None where it is not installed (no NVIDIA driver)."""
+    import ctypes
+
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def _torch_device() -> tuple[str, tuple[int, int]] | None:
+    """The current device's name and compute capability through torch (a machine whose CUDA driver
+    library is not found by name, or a GPU torch reaches some other way); None without one."""
+    try:
+        import torch
+
+        capability = torch.cuda.get_device_capability()
+        return torch.cuda.get_device_name(), (int(capability[0]), int(capability[1]))
+    except Exception:  # noqa: BLE001 - no torch, no GPU
+        return None
 
 
 def sku_for_device(device_name: str, skus: Sequence[str]) -> str | None:
