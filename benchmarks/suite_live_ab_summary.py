@@ -1,6 +1,7 @@
 """Summarize the runs of ``suite_live_ab.sh``: configs timed, the first and last timing, the steady rate
 between them, how busy the benchmark worker was, and how soon the search came within 2% of the sweep's
-best config timed in the same run (``--table``: also when the first config was timed, the start-up).
+best config timed in the same run (``--table``: also when the first config was timed, the start-up, and the
+first timing counted from the workers' start, which compares runs whose clocks start at different points).
 
     python benchmarks/suite_live_ab_summary.py benchmarks/results/suite/ab-edd724f-fbf3ed0
     python benchmarks/suite_live_ab_summary.py --table benchmarks/results/suite/ab-bb2a72f-0616d00
@@ -46,19 +47,28 @@ def summarize(run: dict) -> dict:
         "busy": round(sum(sum(v) for v in phases.values()) / span, 2) if span and phases else None,
         "to_2pct_s": time_to_within(timed, reference["ms"])[0] if reference.get("ms") else None,
         "ready_s": (run["summary"].get("startup") or {}).get("workers_ready_s"),
+        "after_workers_s": after_workers(run, elapsed[0] if elapsed else None),
         "startup": start_up(run),
         "phases": {p: (round(statistics.median(v), 3), round(sum(v), 1)) for p, v in phases.items()},
     }
 
 
 #: The start-up marks the table shows, in order (a run's ``summary.startup``; older runs lack some).
-START_UP = ("study_opened_s", "space_judged_s", "seeded_s")
+START_UP = ("workers_started_s", "study_opened_s", "space_judged_s", "seeded_s")
 
 
 def start_up(run: dict) -> str:
-    """The run's start-up marks as "study / judged / seeded" seconds ("-" for a mark the run did not record)."""
+    """The run's start-up marks as "workers / study / judged / seeded" seconds ("-" for a mark the run did not
+    record)."""
     marks = run.get("summary", {}).get("startup") or {}
     return " / ".join(f"{marks[k]:.1f}" if marks.get(k) is not None else "-" for k in START_UP)
+
+
+def after_workers(run: dict, first_s: float | None) -> float | None:
+    """Seconds from the benchmark workers' start to the first timing: the start-up a run's clock start does not
+    move (the clock began after the architecture was found before 4fd2224, before the space loaded since)."""
+    started = (run.get("summary", {}).get("startup") or {}).get("workers_started_s")
+    return None if first_s is None or started is None else round(first_s - started, 2)
 
 
 def runs(folder: Path) -> list[tuple[str, str, str, dict]]:
@@ -77,12 +87,14 @@ def runs(folder: Path) -> list[tuple[str, str, str, dict]]:
 
 
 def table(items: list[tuple[str, str, str, dict]]) -> str:
-    lines = ["| problem | call | variant | commit | study / judged / seeded | first timed | timed | configs/s | worker busy "
-             "| s to 2% |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| problem | call | variant | commit | workers / study / judged / seeded | first timed | first timed "
+             "after the workers' start | timed | configs/s | worker busy | s to 2% |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for call, variant, problem, run in items:
         s = summarize(run)
         cells = [problem, call or "-", variant, run.get("kernelrules_commit", "?"), s["startup"],
-                 f"{s['first_s']:.1f} s" if s["first_s"] is not None else "-", str(s["timed"]),
+                 f"{s['first_s']:.1f} s" if s["first_s"] is not None else "-",
+                 f"{s['after_workers_s']:.1f} s" if s["after_workers_s"] is not None else "-", str(s["timed"]),
                  f"{s['rate']:.2f}" if s["rate"] else "-", f"{s['busy']:.0%}" if s["busy"] is not None else "-",
                  f"{s['to_2pct_s']:.1f}" if s["to_2pct_s"] is not None else "never"]
         lines.append("| " + " | ".join(cells) + " |")

@@ -149,11 +149,15 @@ def test_the_ab_table_shows_each_runs_start_up_marks_and_a_dash_for_one_it_lacks
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import suite_live_ab_summary as ab
 
-    run = {"summary": {"startup": {"study_opened_s": 1.24, "space_judged_s": 3.0, "seeded_s": 3.06}}, "records": []}
-    assert ab.start_up(run) == "1.2 / 3.0 / 3.1"
-    assert ab.start_up({"summary": {"startup": {"space_judged_s": 2.0}}}) == "- / 2.0 / -"
-    assert "| p__small | - | head | abc | 1.2 / 3.0 / 3.1 |" in ab.table([("", "head", "p__small",
-                                                                          {**run, "kernelrules_commit": "abc"})])
+    run = {"summary": {"startup": {"workers_started_s": 0.42, "study_opened_s": 1.24, "space_judged_s": 3.0,
+                                   "seeded_s": 3.06}},
+           "records": [{"status": "better", "ms": 0.5, "elapsed_s": 6.1}, {"status": "slower", "ms": 0.6,
+                                                                           "elapsed_s": 6.5}]}
+    assert ab.start_up(run) == "0.4 / 1.2 / 3.0 / 3.1"
+    assert ab.start_up({"summary": {"startup": {"space_judged_s": 2.0}}}) == "- / - / 2.0 / -"
+    assert "| p__small | - | head | abc | 0.4 / 1.2 / 3.0 / 3.1 | 6.1 s | 5.7 s | 2 |" in ab.table(
+        [("", "head", "p__small", {**run, "kernelrules_commit": "abc"})])
+    assert ab.after_workers({"summary": {"startup": {}}}, 6.1) is None  # a run without the mark
 
 
 def test_sass_loads_in_flight_counts_the_loads_issued_before_the_first_one_is_read():
