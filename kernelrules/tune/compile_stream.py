@@ -30,7 +30,10 @@ class CompileStream:
     is compiled once however often it is wanted; an error in the compile thread is raised by the
     next :meth:`pop`. ``side_jobs(config)`` are compiled after a config's own job and give no verdict
     (the gate's: the config at the problem's edge shapes, so the benchmark worker finds those binaries
-    in the shared Triton cache).
+    in the shared Triton cache). A passing verdict is handed out once its side jobs are answered too:
+    sent to the GPU earlier, the config's check would compile those shapes itself while the GPU waits
+    (3-8 s a config for fp8_gemm's large tiles on the H200, 3f72e1d) instead of overlapping them with
+    the compile. A failing verdict is handed out at once (the config is never launched).
     """
 
     def __init__(self, judge: Callable[[KernelConfig, Any], Any], job: Callable[[KernelConfig], Any],
@@ -43,6 +46,9 @@ class CompileStream:
         self._wanted: dict[int, tuple[str, KernelConfig]] = {}  # id(job) -> (config key, config)
         self._keys: set[str] = set()  # configs wanted and not popped
         self._done: dict[str, Any] = {}
+        self._side_of: dict[int, str] = {}  # id(side job) -> the key of the config it was compiled for
+        self._sides_left: dict[str, int] = {}  # config key -> its side jobs not yet answered
+        self._held: dict[str, Any] = {}  # passing verdicts waiting for their side jobs
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._serve, args=(compile,), name="kernelrules-gate", daemon=True)
         self._thread.start()
@@ -55,10 +61,15 @@ class CompileStream:
                 return
             self._keys.add(key)
         job = self._job(config)
+        sides = self._side_jobs(config) if self._side_jobs else []
         with self._lock:
             self._wanted[id(job)] = (key, config)
+            for side in sides:
+                self._side_of[id(side)] = key
+            if sides:
+                self._sides_left[key] = len(sides)
         self._feed.put(job)
-        for side in self._side_jobs(config) if self._side_jobs else []:  # compiled after it; no verdict
+        for side in sides:  # compiled after it; no verdict
             self._feed.put(side)
 
     def side(self, jobs: Iterable[Any]) -> None:
@@ -83,6 +94,20 @@ class CompileStream:
                     found[key] = judgement
         return found
 
+    def _side_answered(self, key: str | None) -> bool:
+        """Count one answered side job of config ``key`` (None: a side job of no config's); whether that released
+        the config's held verdict. Called with the lock held."""
+        if key is None or key not in self._sides_left:
+            return False
+        self._sides_left[key] -= 1
+        if self._sides_left[key] > 0:
+            return False
+        del self._sides_left[key]
+        if key not in self._held:  # the config's own compile is not over yet: its verdict goes out at once then
+            return False
+        self._done[key] = self._held.pop(key)
+        return True
+
     def wait(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for a verdict (returns at once when one waits)."""
         import select
@@ -102,11 +127,17 @@ class CompileStream:
             for job, result in compile(self._feed):
                 with self._lock:
                     wanted = self._wanted.pop(id(job), None)
-                if wanted is None:  # a side job (an edge shape's binary, for the Triton cache): nothing to judge
-                    continue
+                    if wanted is None:  # a side job (an edge shape's binary, for the Triton cache): nothing to judge
+                        if self._side_answered(self._side_of.pop(id(job), None)):
+                            self.signal.set()
+                        continue
                 key, config = wanted
                 judgement = self._judge(config, result)
                 with self._lock:
+                    if self._sides_left.get(key) and getattr(judgement, "passed", True):
+                        self._held[key] = judgement  # handed out when its last side job is answered
+                        continue
+                    self._sides_left.pop(key, None)
                     self._done[key] = judgement
                 self.signal.set()
         except BaseException as exc:  # noqa: BLE001 - raised in the loop's thread by the next pop

@@ -115,3 +115,83 @@ def test_side_jobs_are_compiled_after_their_config_and_give_no_verdict():
     found.update(stream.pop([config]))
     assert taken == [64, 65] and found == {config.key(): ("verdict", 64)}
     stream.close()
+
+
+class Verdict:
+    def __init__(self, passed: bool) -> None:
+        self.passed = passed
+
+
+def held_side_pool(release):
+    """A pool that answers a config's own job at once and its side jobs (BLOCK + 1) only once ``release`` is set."""
+    import threading
+
+    assert isinstance(release, threading.Event)
+
+    def run(feed: JobFeed):
+        waiting = []
+        while feed.open and not feed.abandoned:
+            select.select([feed.signal], [], [], 0.05)
+            for job in feed.take():
+                if job.get("side"):
+                    waiting.append(job)
+                else:
+                    yield job, job["BLOCK"]
+            if release.is_set():
+                while waiting:
+                    job = waiting.pop(0)
+                    yield job, job["BLOCK"]
+
+    return run
+
+
+def pop_within(stream, config, seconds: float) -> dict:
+    found: dict = {}
+    deadline = time.monotonic() + seconds
+    while not found and time.monotonic() < deadline:
+        stream.wait(0.05)
+        found = stream.pop([config])
+    return found
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_a_passing_verdict_waits_for_its_side_jobs_and_a_failing_one_does_not(passed):
+    """The benchmark worker must find a config's edge-shape binaries in the Triton cache when it checks the config:
+    a verdict that lets the config be launched is handed out only after those compiles are answered."""
+    import threading
+
+    release = threading.Event()
+    side = lambda config: [{"BLOCK": config.constexprs["BLOCK"] + 1, "side": True},  # noqa: E731
+                           {"BLOCK": config.constexprs["BLOCK"] + 2, "side": True}]
+    stream = CompileStream(lambda config, result: Verdict(passed), lambda config: dict(config.constexprs),
+                           held_side_pool(release), side_jobs=side)
+    config = KernelConfig(constexprs={"BLOCK": 64})
+    stream.want(config)
+    if passed:
+        assert pop_within(stream, config, 0.5) == {}, "handed out while its edge shapes were still compiling"
+        release.set()
+        found = pop_within(stream, config, 30)
+    else:
+        found = pop_within(stream, config, 30)  # rejected: never launched, so nothing to wait for
+        release.set()
+    assert list(found) == [config.key()] and found[config.key()].passed is passed
+    assert stream.pop([config]) == {}
+    stream.close()
+
+
+def test_side_jobs_answered_before_their_config_hold_nothing_back():
+    """Edge-shape binaries already cached are answered first: the verdict then goes out when the config's own compile
+    ends."""
+    def sides_first(feed: JobFeed):
+        while feed.open and not feed.abandoned:
+            select.select([feed.signal], [], [], 0.05)
+            taken = feed.take()
+            for job in sorted(taken, key=lambda job: not job.get("side")):
+                yield job, job["BLOCK"]
+
+    stream = CompileStream(lambda config, result: Verdict(True), lambda config: dict(config.constexprs), sides_first,
+                           side_jobs=lambda config: [{"BLOCK": 1, "side": True}])
+    config = KernelConfig(constexprs={"BLOCK": 64})
+    stream.want(config)
+    assert list(pop_within(stream, config, 30)) == [config.key()]
+    stream.close()
