@@ -105,16 +105,33 @@ class _Session:
     def warm(self) -> None:
         """Before the first request (the driver is still judging the space, on a GPU machine): the first trial's own
         set-up, done once here instead: every seed's and edge shape's inputs and references, the timing copies,
-        and Triton's CUDA helper module. A failure is left to the first trial, which meets it again and reports it."""
+        Triton's source hash and its CUDA helper module. Each step on its own: a failure is left to the first
+        trial, which meets it again and reports it."""
         try:
             for sizes, seed in self.cases_to_check():
                 self.case(sizes, seed)
             self.sets_for_timing()
-            if not self.settings.interpret:
-                from triton.runtime import driver
-
-                driver.active.utils  # noqa: B018 - built (a C module) on first use
         except Exception:  # noqa: BLE001 - see above
+            pass
+        if not self.settings.interpret:
+            self.warm_triton()
+
+    @staticmethod
+    def warm_triton() -> None:
+        """What the first JIT launch of any config computes once per process: the hash of Triton's sources and
+        ``libtriton`` (``triton_key``, the start of every cache key: over 400 MB read in Triton 3.6) and the CUDA
+        helper module (a C module, built on first use)."""
+        try:
+            from triton.runtime import cache
+
+            cache.triton_key()
+        except Exception:  # noqa: BLE001 - an older Triton, or none: the first launch computes what it needs
+            pass
+        try:
+            from triton.runtime import driver
+
+            driver.active.utils  # noqa: B018 - built on first use
+        except Exception:  # noqa: BLE001 - no GPU: the first trial reports it
             pass
 
     def cases_to_check(self) -> list[tuple[dict, int]]:

@@ -141,6 +141,28 @@ def test_a_worker_warms_every_check_case_and_the_timing_sets_before_its_first_re
                                                                            spec.seeds[0])][0]
 
 
+def test_a_gpu_worker_warms_tritons_source_hash_even_when_its_inputs_cannot_be_built(monkeypatch):
+    """The first JIT launch in a worker process hashes Triton's sources and libtriton (``triton_key``) before it finds
+    the binary in the cache; warm() computes it after "ready". Its steps are independent: here (no GPU) the inputs
+    cannot be made on "cuda", and the hash is computed all the same."""
+    from triton.runtime import cache
+
+    from kernelrules.space import load_space
+    from kernelrules.tune.bench_process import _Session
+    from kernelrules.tune.problem import load_problem
+    from kernelrules.tune.worker import WorkerSettings
+
+    calls = []
+    monkeypatch.setattr(cache, "triton_key", lambda: calls.append("key") or "k")
+    session = _Session(WorkerSettings(spec=load_problem(load_space(SMALL)), interpret=False), conn=None)
+    session.runner.make = lambda sizes, seed: (_ for _ in ()).throw(RuntimeError("no CUDA here"))
+    session.warm()
+    assert calls == ["key"] and session.cases == {}
+    interpreted = _Session(WorkerSettings(spec=load_problem(load_space(SMALL)), interpret=True), conn=None)
+    interpreted.warm()  # the interpreter compiles nothing: no hash
+    assert calls == ["key"]
+
+
 def test_first_guesses_leave_the_probes_their_workers_and_need_two_spare():
     assert guess_budget(6, 16, 8) == (8, 14)
     assert guess_budget(6, 5, 8) == (3, 3)
