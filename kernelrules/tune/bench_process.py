@@ -188,18 +188,20 @@ class _Session:
             for sizes, seed in self.cases_to_check():
                 tensors, ref64, lowp = self.case(sizes, seed)
                 poison_outputs(self.runner, tensors)
+                launch_began = time.perf_counter()
                 launched = self.runner.launch(config, tensors, sizes)
                 compiled = compiled or launched
                 self.sync()
+                launch_s = round(time.perf_counter() - launch_began, 4)  # a JIT compile or a binary's load shows here
                 for name in self.runner.outputs:
                     check = compare(name, tensors[name], ref64[name], rtol=rtol, atol=atol, floor=lowp.get(name))
-                    check.update(seed=seed, sizes=dict(sizes))
+                    check.update(seed=seed, sizes=dict(sizes), launch_s=launch_s)
                     checks.append(check)
                     if not check["ok"]:
                         result.update(status="wrong_result", error=check["message"], checks=checks)
                         return result
-            result["checks"] = [{k: c.get(k) for k in ("output", "seed", "sizes", "max_abs_error", "rounding_floor")}
-                                for c in checks]
+            result["checks"] = [{k: c.get(k) for k in ("output", "seed", "sizes", "max_abs_error", "rounding_floor",
+                                                       "launch_s")} for c in checks]
             result["launch_facts"] = _launch_facts(compiled)
             phase = "time"
             self.phase("time")

@@ -85,6 +85,7 @@ def test_records_are_structured_for_automated_optimizers(run):
         assert record["tflops"] == pytest.approx(2 * 32 ** 3 / (record["ms"] * 1e-3) / 1e12)
         assert isinstance(record["bottleneck"], list)
         assert [c["output"] for c in record["checks"]] == ["c"] * 3  # two seeds and the edge shape
+        assert all(c["launch_s"] > 0 for c in record["checks"])  # each case's launch, timed (a slow one: a JIT)
     later = [r for r in timed if r["vs_best"] is not None]
     assert later and all((r["status"] == "better") == (r["vs_best"] < 1) for r in later)
 
