@@ -11,7 +11,8 @@ per device call; or a live series' ``live-<family>__<shape>.json``, variant ``li
 total seconds (runs of code older than 8be5274 have none). ``busy`` is the worker's total phase seconds
 over the span from the first to the last timing. ``to_2pct_s`` is the run's elapsed seconds when its
 best-so-far came within 2% of ``timed_config`` (the sweep's best config, timed by the same run outside
-its budget), a reference measured on the same machine. ``--table`` prints a Markdown table instead.
+its budget), a reference measured on the same machine. ``--table`` prints a Markdown table instead;
+``--slow-checks SECONDS`` lists, per run, the check launches slower than that (runs of 0633920 on).
 """
 
 from __future__ import annotations
@@ -101,12 +102,35 @@ def table(items: list[tuple[str, str, str, dict]]) -> str:
     return "\n".join(lines)
 
 
+def slow_checks(run: dict, seconds: float = 0.2) -> list[str]:
+    """A run's check launches slower than ``seconds`` (records of 0633920 on carry ``launch_s`` per case): which
+    trial, after how long, and at which sizes, the usual sign of a compile or a binary's load inside the check."""
+    lines = []
+    for record in run["records"]:
+        cases = {}
+        for check in record.get("checks") or []:
+            if check.get("launch_s") is not None and check["launch_s"] > seconds:
+                cases[json.dumps(check.get("sizes"), sort_keys=True)] = check["launch_s"]
+        for sizes, launch_s in cases.items():
+            lines.append(f"trial {record['trial']} at {record['elapsed_s']:.1f} s: {launch_s:.2f} s at {sizes}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--table", action="store_true", help="a Markdown table")
+    parser.add_argument("--slow-checks", type=float, default=None, metavar="SECONDS",
+                        help="list every check launch slower than this, per run")
     args = parser.parse_args()
     items = runs(args.folder)
+    if args.slow_checks is not None:
+        for call, variant, problem, run in items:
+            found = slow_checks(run, args.slow_checks)
+            print("/".join(filter(None, [call, f"{variant}-{problem}"])), f"{len(found)} slow check launches")
+            for line in found:
+                print("  " + line)
+        return
     if args.table:
         print(table(items))
         return

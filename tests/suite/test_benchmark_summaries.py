@@ -181,3 +181,21 @@ def test_sass_loads_in_flight_counts_the_loads_issued_before_the_first_one_is_re
     assert sass.loads_before_first_use(three) == 3
     assert sass.loads_before_first_use(one) == 1
     assert sass.loads_before_first_use("        /*0000*/                   MOV R1, c[0x0][0x28] ;") == 0
+
+
+def test_slow_check_launches_are_listed_once_per_case_with_their_sizes():
+    """suite_live_ab_summary.slow_checks: a case's launch over the threshold is listed once (a case with two outputs
+    has two checks of the same launch); runs older than launch_s list nothing."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import suite_live_ab_summary as ab
+
+    run = {"records": [
+        {"trial": 3, "elapsed_s": 12.04, "checks": [
+            {"output": "y", "sizes": {"M": 256}, "launch_s": 0.001}, {"output": "y", "sizes": {"M": 255}, "launch_s": 2.5},
+            {"output": "z", "sizes": {"M": 255}, "launch_s": 2.5}]},
+        {"trial": 4, "elapsed_s": 13.0, "checks": [{"output": "y", "sizes": {"M": 256}}]},  # before launch_s
+        {"trial": 5, "elapsed_s": 14.0, "status": "rejected"}]}
+    assert ab.slow_checks(run, 0.2) == ['trial 3 at 12.0 s: 2.50 s at {"M": 255}']
+    assert ab.slow_checks(run, 3.0) == []
