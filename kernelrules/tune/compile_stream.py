@@ -72,8 +72,18 @@ class CompileStream:
         for side in sides:  # compiled after it; no verdict
             self._feed.put(side)
 
-    def side(self, jobs: Iterable[Any]) -> None:
-        """Compile ``jobs`` too, for no verdict (side jobs learned after their configs were wanted)."""
+    def side(self, jobs: Iterable[Any], config: KernelConfig | None = None) -> None:
+        """Compile ``jobs`` too, for no verdict (side jobs learned after their configs were wanted). With ``config``,
+        they are that config's: a passing verdict on it not yet handed out waits for them, as for its own."""
+        jobs = list(jobs)
+        key = config.key() if config is not None else None
+        with self._lock:
+            if key is not None and key in self._keys and jobs:  # wanted, its verdict not handed out yet
+                for job in jobs:
+                    self._side_of[id(job)] = key
+                self._sides_left[key] = self._sides_left.get(key, 0) + len(jobs)
+                if key in self._done and getattr(self._done[key], "passed", True):
+                    self._held[key] = self._done.pop(key)  # judged already, not popped: it waits now
         for job in jobs:
             self._feed.put(job)
 

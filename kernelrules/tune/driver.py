@@ -316,7 +316,7 @@ class Tuner:
         signatures = (workers[0].info or {}).get("edge_signatures") if workers and stream is not None else None
         if signatures and self.gate.add_edge_signatures(signatures):
             for config in wanted:
-                stream.side(self.gate.edge_jobs(config))
+                stream.side(self.gate.edge_jobs(config), config)
             self.notes.append(f"the harness's {len(signatures)} edge-shape signature(s) are compiled beside each "
                               f"candidate")
 

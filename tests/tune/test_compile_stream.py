@@ -195,3 +195,26 @@ def test_side_jobs_answered_before_their_config_hold_nothing_back():
     stream.want(config)
     assert list(pop_within(stream, config, 30)) == [config.key()]
     stream.close()
+
+
+def test_side_jobs_learned_later_hold_back_a_verdict_not_yet_handed_out():
+    """A harness problem's edge shapes are learned when its worker is ready, after the first seeds were wanted (and
+    maybe judged): their verdicts then wait for those compiles too; a config whose verdict was taken is not held."""
+    import threading
+
+    release = threading.Event()
+    stream = CompileStream(lambda config, result: Verdict(True), lambda config: dict(config.constexprs),
+                           held_side_pool(release))
+    judged, taken = KernelConfig(constexprs={"BLOCK": 64}), KernelConfig(constexprs={"BLOCK": 32})
+    stream.want(taken)
+    assert list(pop_within(stream, taken, 30)) == [taken.key()]
+    stream.want(judged)
+    deadline = time.monotonic() + 30
+    while judged.key() not in stream._done and time.monotonic() < deadline:  # judged, not popped
+        time.sleep(0.01)
+    stream.side([{"BLOCK": 65, "side": True}], judged)
+    stream.side([{"BLOCK": 33, "side": True}], taken)  # handed out already: nothing to hold
+    assert pop_within(stream, judged, 0.5) == {}
+    release.set()
+    assert list(pop_within(stream, judged, 30)) == [judged.key()]
+    stream.close()

@@ -187,15 +187,18 @@ def test_the_driver_sends_the_probe_and_compiles_the_learned_edges_of_the_first_
 
     class Stream:
         jobs: list = []
+        owners: list = []
 
-        def side(self, jobs):
+        def side(self, jobs, config=None):
             self.jobs.extend(jobs)
+            self.owners.append(config)
 
     tuner.gate = Gate(space, tuner.arch, stage="compiled", triton_cache_dir=str(tmp_path / "triton"))
     try:
         stream, first = Stream(), list(space.configs())[:1]
         tuner._learn_harness_edges([Worker()], stream, first)
         assert [j.signature["n"] for j in stream.jobs] == [50]
+        assert stream.owners == first  # the first candidate's verdict waits for them (CompileStream.side)
         assert [j.signature["n"] for j in tuner.gate.edge_jobs(first[0])] == [50]
         assert any("edge-shape signature" in n for n in tuner.notes)
     finally:
