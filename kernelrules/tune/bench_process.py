@@ -266,6 +266,22 @@ def _launch_facts(compiled: Any) -> dict[str, Any]:
     return facts
 
 
+def share_host_modules(settings: WorkerSettings, *, into_study: bool) -> int:
+    """Copy Triton's host modules from the store into the study's Triton cache, or back (:mod:`.host_modules`);
+    how many files. Nothing without both folders (interpreted runs) or when the copy fails."""
+    if settings.interpret or not settings.triton_cache_dir or not settings.host_module_store:
+        return 0
+    from pathlib import Path
+
+    from .host_modules import copy_host_modules
+
+    store, study = Path(settings.host_module_store), Path(settings.triton_cache_dir)
+    try:
+        return copy_host_modules(store, study) if into_study else copy_host_modules(study, store)
+    except Exception:  # noqa: BLE001 - a cache only: Triton builds what it does not find
+        return 0
+
+
 def worker_main(conn: Any, settings: WorkerSettings) -> None:
     """Entry point of a benchmark worker process."""
     die_with_parent()
@@ -281,6 +297,7 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
         os.environ["TRITON_INTERPRET"] = "1"
     if settings.triton_cache_dir:
         os.environ["TRITON_CACHE_DIR"] = settings.triton_cache_dir
+    share_host_modules(settings, into_study=True)  # before Triton is imported: it finds them as its own
     os.environ.update(settings.env)
     import warnings
 
@@ -300,8 +317,10 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
         conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))
         return
     session.warm()  # after "ready": a request sent meanwhile waits in the socket for what it would have done itself
+    share_host_modules(settings, into_study=False)  # the CUDA helper, built by warm()
     from .feedback import context_lost
 
+    evaluated = 0
     while True:
         try:
             message = conn.recv()
@@ -309,9 +328,13 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
             return
         kind = message[0]
         if kind == "stop":
+            share_host_modules(settings, into_study=False)
             return
         if kind == "evaluate":
             answer = session.evaluate(message[1])
+            evaluated += 1
+            if evaluated == 1:  # the launchers the first check built, at the problem's sizes and edge shapes
+                share_host_modules(settings, into_study=False)
         elif kind == "time":
             answer = session.time_config(message[1])
         elif kind == "baseline":

@@ -50,6 +50,7 @@ from ..expr import safeexpr
 from .feedback import GAP_CLASSES, TIMED, LearnedConstraints, bottlenecks, summary
 from .edge_shapes import edge_signatures
 from .gate import Gate, Judgement
+from .host_modules import store_for
 from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
@@ -161,6 +162,7 @@ class Tuner:
             settings = WorkerSettings(spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret,
                                       triton_cache_dir=cache, warmup_ms=o.warmup_ms, rep_ms=o.rep_ms,
                                       max_error=o.max_error, timer=o.timer, l2_bytes=int(self.arch.flat().get("l2_bytes") or 0),
+                                      host_module_store=None if cache is None else str(store_for(o.cache_dir)),
                                       **self._edge_probe(cache))
             workers.append(BenchWorker(index, settings, compile_timeout=o.compile_timeout,
                                        bench_timeout=o.bench_timeout))

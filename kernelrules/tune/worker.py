@@ -53,6 +53,9 @@ class WorkerSettings:
     #: (:mod:`kernelrules.tune.harness_edges`) and reports them in its ``ready`` message.
     edge_probe_configs: list[dict] = field(default_factory=list)
     space_signature: dict = field(default_factory=dict)
+    #: Where Triton's host modules (its CUDA helper and kernel launchers, built with the C compiler) are kept between
+    #: runs (:mod:`kernelrules.tune.host_modules`); None: built afresh in each study's Triton cache.
+    host_module_store: str | None = None
 
 
 def visible_device(gpu: str, inherited: str | None) -> str:
