@@ -6,7 +6,8 @@ machine's C compiler: its CUDA helper module (``cuda_utils``) once per process, 
 specializations included. It caches them in ``TRITON_CACHE_DIR``, which for ``tune`` is the
 study's own Triton cache (``triton-cache/`` beside the study, shared with the gate's compile
 workers), empty in every new study: so every run compiled them again, on the way to its first
-timing (0.30 s for the helper and 0.23 s a launcher with gcc on a 2-core CPU, medians of 3, `benchmarks/host_module_build_time.py`).
+timing (0.30 s for the helper and 0.23 s a launcher with gcc on a 2-core CPU, medians of 3,
+``benchmarks/host_module_build_time.py``).
 
 They depend only on their C source and the platform, which is Triton's own cache key
 (``triton.runtime.build.compile_module_from_src``: ``<key>/<name><EXT_SUFFIX>``), so the same
