@@ -333,8 +333,6 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
         if kind == "evaluate":
             answer = session.evaluate(message[1])
             evaluated += 1
-            if evaluated == 1:  # the launchers the first check built, at the problem's sizes and edge shapes
-                share_host_modules(settings, into_study=False)
         elif kind == "time":
             answer = session.time_config(message[1])
         elif kind == "baseline":
@@ -342,6 +340,8 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
         else:
             answer = {"status": "launch_error", "error": f"unknown request {kind!r}"}
         conn.send(("result", answer))
+        if kind == "evaluate" and evaluated == 1:  # after answering: the launchers its first check built (the
+            share_host_modules(settings, into_study=False)  # problem's sizes and edge shapes)
         if context_lost(answer.get("status", ""), answer.get("error", "")):
             os._exit(3)  # the CUDA context is unusable: the driver starts a fresh worker
 
