@@ -64,10 +64,7 @@ class CompileStream:
         sides = self._side_jobs(config) if self._side_jobs else []
         with self._lock:
             self._wanted[id(job)] = (key, config)
-            for side in sides:
-                self._side_of[id(side)] = key
-            if sides:
-                self._sides_left[key] = len(sides)
+            self._own_sides(key, sides)
         self._feed.put(job)
         for side in sides:  # compiled after it; no verdict
             self._feed.put(side)
@@ -79,10 +76,8 @@ class CompileStream:
         key = config.key() if config is not None else None
         with self._lock:
             if key is not None and key in self._keys and jobs:  # wanted, its verdict not handed out yet
-                for job in jobs:
-                    self._side_of[id(job)] = key
-                self._sides_left[key] = self._sides_left.get(key, 0) + len(jobs)
-                if key in self._done and getattr(self._done[key], "passed", True):
+                self._own_sides(key, jobs)
+                if key in self._done and _launchable(self._done[key]):
                     self._held[key] = self._done.pop(key)  # judged already, not popped: it waits now
         for job in jobs:
             self._feed.put(job)
@@ -103,6 +98,14 @@ class CompileStream:
                     self._keys.discard(key)
                     found[key] = judgement
         return found
+
+    def _own_sides(self, key: str, jobs: list[Any]) -> None:
+        """Count ``jobs`` as side jobs of config ``key``, whose passing verdict waits for them. Called with the lock
+        held."""
+        for job in jobs:
+            self._side_of[id(job)] = key
+        if jobs:
+            self._sides_left[key] = self._sides_left.get(key, 0) + len(jobs)
 
     def _side_answered(self, key: str | None) -> bool:
         """Count one answered side job of config ``key`` (None: a side job of no config's); whether that released
@@ -144,7 +147,7 @@ class CompileStream:
                 key, config = wanted
                 judgement = self._judge(config, result)
                 with self._lock:
-                    if self._sides_left.get(key) and getattr(judgement, "passed", True):
+                    if self._sides_left.get(key) and _launchable(judgement):
                         self._held[key] = judgement  # handed out when its last side job is answered
                         continue
                     self._sides_left.pop(key, None)
@@ -154,3 +157,8 @@ class CompileStream:
             with self._lock:
                 self._error = exc
             self.signal.set()
+
+
+def _launchable(judgement: Any) -> bool:
+    """Whether a verdict lets its config be launched (a verdict without ``passed``, a test's, counts as passing)."""
+    return bool(getattr(judgement, "passed", True))
