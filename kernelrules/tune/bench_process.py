@@ -284,6 +284,7 @@ def share_host_modules(settings: WorkerSettings, *, into_study: bool) -> int:
 
 def worker_main(conn: Any, settings: WorkerSettings) -> None:
     """Entry point of a benchmark worker process."""
+    steps = {"entered": time.monotonic()}  # when each start-up step ended (CLOCK_MONOTONIC: the driver's clock too)
     die_with_parent()
     watch_parent(_exit_now, period=1.0)
     if settings.gpu is not None and not settings.interpret:
@@ -304,19 +305,24 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
     warnings.simplefilter("ignore")
     try:
         session = _Session(settings, conn)
+        steps["torch_imported"] = time.monotonic()
         session.check_reference()
+        steps["reference_checked"] = time.monotonic()
         edges = session.harness_edges()
         import torch
         import triton
 
+        steps["ready"] = time.monotonic()
+
         device = "cpu (TRITON_INTERPRET=1)" if settings.interpret else torch.cuda.get_device_name(0)
         conn.send(("ready", {"pid": os.getpid(), "device": device, "torch": str(torch.__version__),  # a plain str: a
                              # TorchVersion would make the driver import torch (seconds) just to unpickle it
-                             "triton": triton.__version__, "edge_signatures": edges}))
+                             "triton": triton.__version__, "edge_signatures": edges, "steps": steps}))
     except BaseException as exc:  # noqa: BLE001 - the driver turns this into one clear error
         conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))
         return
     session.warm()  # after "ready": a request sent meanwhile waits in the socket for what it would have done itself
+    conn.send(("warmed", time.monotonic()))
     share_host_modules(settings, into_study=False)  # the CUDA helper, built by warm()
     from .feedback import context_lost
 

@@ -594,12 +594,22 @@ class Tuner:
             "config_stage": self.config_stage, "best": [brief(r) for r in rec.best(records, 10)],
             "final": final, "gaps": rec.gaps(records), "learned": self.learned.describe(), "flops": self.flops,
             "elapsed_s": round(time.monotonic() - self.started, 3), "startup": dict(self.startup),
+            "worker_startup": self._worker_startup(),
         }
         winner = (final or {}).get("winner") or (summary_["best"][0] if summary_["best"] else None)
         if winner:
             summary_["winner"] = {"config": winner["config"], "ms": winner["ms"],
                                   "triton_config": rec.triton_config_line(winner["config"])}
         return TuneResult(self.records, summary_, self.notes)
+
+
+    def _worker_startup(self) -> dict[str, float]:
+        """The first benchmark worker's start-up steps, in seconds from the run's start (``BenchWorker.steps``):
+        where its seconds before ``ready`` go (the torch import, the references) and when its warm-up ended."""
+        workers = getattr(self, "workers", None) or []
+        steps = workers[0].steps if workers else {}
+        return {f"{name}_s": round(stamp - self.started, 3) for name, stamp in steps.items()
+                if isinstance(stamp, (int, float))}
 
 
 def _records(study: Any) -> list[dict]:

@@ -23,6 +23,7 @@ and a watchdog thread). Starting, timing, killing and classifying the process is
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +100,10 @@ class BenchWorker:
         self.tag: Any = None
         self.phase = ""
         self.restarts = 0
+        #: When the first process's start-up steps ended (``time.monotonic()``, one clock for every process on the
+        #: machine): spawned here, then the worker's own (``entered``, ``torch_imported``, ``reference_checked``,
+        #: ``ready``) and ``warmed``, once its warm-up after ``ready`` is done. A restarted process adds nothing.
+        self.steps: dict[str, float] = {}
 
     @property
     def label(self) -> str:
@@ -115,6 +120,8 @@ class BenchWorker:
 
         if self.process is not None:  # a restart: the previous worker's output is no longer read
             self.process.close()
+        else:
+            self.steps["spawned"] = time.monotonic()
         ours, theirs = socket.socketpair()
         # the worker gets this process's whole environment: its kernel, harness and reference may read any of it
         self.process = SupervisedProcess.start("kernelrules.tune.bench_process", [str(theirs.fileno())],
@@ -145,6 +152,8 @@ class BenchWorker:
             self.kill()
             raise WorkerError(f"the problem cannot run: {message[1]}")
         self.info = message[1]
+        if not self.restarts and "ready" not in self.steps:
+            self.steps.update(self.info.pop("steps", None) or {})
         if self.process is not None:
             self.process.ready = True
         return self.info
@@ -176,6 +185,10 @@ class BenchWorker:
             return self._died()
         if message[0] == "phase":
             self._enter_phase(message[1])
+            return None
+        if message[0] == "warmed":
+            if not self.restarts:
+                self.steps.setdefault("warmed", message[1])
             return None
         if message[0] == "result":
             result = message[1]

@@ -56,6 +56,19 @@ def test_the_summary_says_when_each_startup_step_ended_and_a_trial_where_its_tim
     assert all(v >= 0 for v in first["phase_seconds"].values())
 
 
+def test_the_summary_says_when_the_workers_start_up_steps_ended_on_the_runs_clock(run):
+    _folder, result = run
+    steps = ["spawned_s", "entered_s", "torch_imported_s", "reference_checked_s", "ready_s", "warmed_s"]
+    worker = result.summary["worker_startup"]
+    assert sorted(worker, key=steps.index) == steps
+    assert all(0 <= worker[a] <= worker[b] for a, b in zip(steps, steps[1:]))
+    startup = result.summary["startup"]
+    assert worker["spawned_s"] <= startup["workers_started_s"]  # one clock: the worker's stamps fit the driver's
+    assert worker["ready_s"] <= startup["workers_ready_s"]
+    first = min((r for r in result.records if r["status"] in ("better", "slower")), key=lambda r: r["elapsed_s"])
+    assert worker["warmed_s"] <= first["elapsed_s"]
+
+
 def test_the_perf_models_best_guesses_go_first(run):
     _folder, result = run
     seeded = sorted(r["trial"] for r in result.records if r.get("seeded") == "perf_model")
