@@ -12,7 +12,9 @@ total seconds (runs of code older than 8be5274 have none). ``busy`` is the worke
 over the span from the first to the last timing. ``to_2pct_s`` is the run's elapsed seconds when its
 best-so-far came within 2% of ``timed_config`` (the sweep's best config, timed by the same run outside
 its budget), a reference measured on the same machine. ``--table`` prints a Markdown table instead;
-``--slow-checks SECONDS`` lists, per run, the check launches slower than that (runs of 0633920 on).
+``--slow-checks SECONDS`` lists, per run, the check launches slower than that (runs of 0633920 on);
+``--startup`` prints, per run, every start-up mark of the driver (``summary.startup``) and of the first
+benchmark worker (``summary.worker_startup``, runs of d0c6250 on) in time order, then the first timed trial.
 """
 
 from __future__ import annotations
@@ -116,14 +118,35 @@ def slow_checks(run: dict, seconds: float = 0.2) -> list[str]:
     return lines
 
 
+def startup_line(run: dict) -> str:
+    """Every start-up mark of the run, driver's and worker's (``w:`` marks), in time order, and the first timed
+    trial with its phase seconds: where the seconds before the first timing went."""
+    summary = run.get("summary", {})
+    marks = [(v, k.removesuffix("_s")) for k, v in (summary.get("startup") or {}).items() if v is not None]
+    marks += [(v, "w:" + k.removesuffix("_s")) for k, v in (summary.get("worker_startup") or {}).items()
+              if v is not None]
+    timed = [r for r in run["records"] if r.get("status") in TIMED and r.get("elapsed_s") is not None]
+    text = " ".join(f"{name} {value:.2f}" for value, name in sorted(marks))
+    if timed:
+        first = min(timed, key=lambda r: r["elapsed_s"])
+        phases = ", ".join(f"{k} {v}" for k, v in (first.get("phase_seconds") or {}).items())
+        text += f" | first timed {first['elapsed_s']:.2f} (trial {first['trial']}: {phases})"
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--table", action="store_true", help="a Markdown table")
     parser.add_argument("--slow-checks", type=float, default=None, metavar="SECONDS",
                         help="list every check launch slower than this, per run")
+    parser.add_argument("--startup", action="store_true", help="every start-up mark, per run, in time order")
     args = parser.parse_args()
     items = runs(args.folder)
+    if args.startup:
+        for call, variant, problem, run in items:
+            print("/".join(filter(None, [call, f"{variant}-{problem}"])), startup_line(run))
+        return
     if args.slow_checks is not None:
         for call, variant, problem, run in items:
             found = slow_checks(run, args.slow_checks)
