@@ -324,7 +324,11 @@ class Tuner:
 
     def _mark(self, step: str) -> None:
         """Seconds from the run's start to the end of a start-up step (the summary's ``startup``)."""
-        self.startup[f"{step}_s"] = round(time.monotonic() - self.started, 3)
+        self.startup[f"{step}_s"] = self._elapsed()
+
+    def _elapsed(self) -> float:
+        """Seconds on the run's clock (records' ``elapsed_s``, ``asked_s`` and ``sent_s``, the start-up marks)."""
+        return round(time.monotonic() - self.started, 3)
 
     def _time_out(self) -> bool:
         return self.options.time_budget is not None and time.monotonic() - self.started >= self.options.time_budget
@@ -402,6 +406,7 @@ class Tuner:
                 if not worker.busy and pending:
                     worker.ensure_ready()
                     candidate = pending.popleft()
+                    candidate.sent_s = self._elapsed()
                     worker.send(("evaluate", candidate.config.to_dict()), candidate)
             busy = [w for w in workers if w.busy]
             if not busy and not pending and not compiling and not asking and not deferred:
@@ -438,7 +443,7 @@ class Tuner:
         values = self.codec.decode(trial.params)
         config = KernelConfig.from_dict(values)
         key = _key(config)
-        candidate = Candidate(trial, config, key)
+        candidate = Candidate(trial, config, key, asked_s=self._elapsed())
         if not self.ledger.own(candidate, values):  # failed as stale by another process before it knew its owner
             return None, False
         if key not in self.space_keys:
@@ -524,7 +529,7 @@ class Tuner:
             "config_text": str(candidate.config), "key": candidate.key, "stage": stage, "rule_codes": list(codes),
             "error": error, "ms": None, "tflops": None, "spread": None, "vs_best": None, "vs_previous": None,
             "bottleneck": [], "facts": dict(facts or {}), "worker": worker_id(), "gpu": gpu,
-            "elapsed_s": round(time.monotonic() - self.started, 3),
+            "elapsed_s": self._elapsed(), "asked_s": candidate.asked_s, "sent_s": candidate.sent_s,
             "seeded": candidate.trial.user_attrs.get("kr_seeded"),
         }
         record.update({k: v for k, v in extra.items() if v is not None})
@@ -593,7 +598,7 @@ class Tuner:
             "funnel": rec.funnel(records, len(self.configs)), "rejected_codes": rec.rejected_codes(records),
             "config_stage": self.config_stage, "best": [brief(r) for r in rec.best(records, 10)],
             "final": final, "gaps": rec.gaps(records), "learned": self.learned.describe(), "flops": self.flops,
-            "elapsed_s": round(time.monotonic() - self.started, 3), "startup": dict(self.startup),
+            "elapsed_s": self._elapsed(), "startup": dict(self.startup),
             "worker_startup": self._worker_startup(),
         }
         winner = (final or {}).get("winner") or (summary_["best"][0] if summary_["best"] else None)

@@ -56,6 +56,10 @@ class Candidate:
     config: KernelConfig
     key: str
     judgement: Judgement | None = None
+    #: When the loop asked for it and when it sent it to a benchmark worker, in seconds on the run's clock: a record's
+    #: ``asked_s`` and ``sent_s`` (what waited between: the compile and its verdict, then a free worker).
+    asked_s: float | None = None
+    sent_s: float | None = None
 
 
 def predicted_to_spill(judgement: Judgement | None) -> bool:

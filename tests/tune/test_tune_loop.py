@@ -69,6 +69,15 @@ def test_the_summary_says_when_the_workers_start_up_steps_ended_on_the_runs_cloc
     assert worker["warmed_s"] <= first["elapsed_s"]
 
 
+def test_a_record_says_when_its_config_was_asked_for_and_sent_to_the_worker(run):
+    _folder, result = run
+    timed = [r for r in result.records if r["status"] in ("better", "slower")]
+    assert all(r["asked_s"] <= r["sent_s"] <= r["elapsed_s"] for r in timed)
+    assert all(r["sent_s"] >= result.summary["startup"]["workers_ready_s"] for r in timed)  # no worker before
+    judged = [r for r in result.records if r["stage"] in ("config", "compile")]  # never sent to a worker
+    assert all(r["sent_s"] is None and r["asked_s"] <= r["elapsed_s"] for r in judged)
+
+
 def test_the_perf_models_best_guesses_go_first(run):
     _folder, result = run
     seeded = sorted(r["trial"] for r in result.records if r.get("seeded") == "perf_model")
