@@ -120,7 +120,8 @@ def slow_checks(run: dict, seconds: float = 0.2) -> list[str]:
 
 def startup_line(run: dict) -> str:
     """Every start-up mark of the run, driver's and worker's (``w:`` marks), in time order, and the first timed
-    trial with its phase seconds: where the seconds before the first timing went."""
+    trial with when it was asked for and sent to the worker (runs of a75f500 on) and its phase seconds: where the
+    seconds before the first timing went."""
     summary = run.get("summary", {})
     marks = [(v, k.removesuffix("_s")) for k, v in (summary.get("startup") or {}).items() if v is not None]
     marks += [(v, "w:" + k.removesuffix("_s")) for k, v in (summary.get("worker_startup") or {}).items()
@@ -130,7 +131,8 @@ def startup_line(run: dict) -> str:
     if timed:
         first = min(timed, key=lambda r: r["elapsed_s"])
         phases = ", ".join(f"{k} {v}" for k, v in (first.get("phase_seconds") or {}).items())
-        text += f" | first timed {first['elapsed_s']:.2f} (trial {first['trial']}: {phases})"
+        sent = "".join(f"{k} {first[f'{k}_s']:.2f}, " for k in ("asked", "sent") if first.get(f"{k}_s") is not None)
+        text += f" | first timed {first['elapsed_s']:.2f} (trial {first['trial']}: {sent}{phases})"
     return text
 
 

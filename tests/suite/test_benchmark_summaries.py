@@ -211,10 +211,10 @@ def test_the_startup_line_puts_the_drivers_and_the_workers_marks_in_time_order_t
                        "worker_startup": {"spawned_s": 0.25, "torch_imported_s": 3.5, "ready_s": 6.0,
                                           "warmed_s": 7.25}},
            "records": [{"trial": 1, "status": "slower", "elapsed_s": 9.0, "phase_seconds": {"check": 0.2}},
-                       {"trial": 0, "status": "better", "elapsed_s": 8.5, "phase_seconds": {"compile": 0.0,
-                                                                                            "check": 1.5}},
+                       {"trial": 0, "status": "better", "elapsed_s": 8.5, "asked_s": 5.0, "sent_s": 6.25,
+                        "phase_seconds": {"compile": 0.0, "check": 1.5}},
                        {"trial": 2, "status": "rejected", "elapsed_s": 7.0}]}
     assert ab.startup_line(run) == ("w:spawned 0.25 workers_started 0.30 study_opened 2.00 w:torch_imported 3.50 "
                                     "w:ready 6.00 workers_ready 6.10 w:warmed 7.25 | first timed 8.50 (trial 0: "
-                                    "compile 0.0, check 1.5)")
+                                    "asked 5.00, sent 6.25, compile 0.0, check 1.5)")
     assert ab.startup_line({"summary": {}, "records": []}) == ""  # a run that recorded nothing
