@@ -54,7 +54,7 @@ from .host_modules import store_for
 from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import Background, first_compiles, guess_budget, warm_sampler_imports
+from .startup import first_compiles, guess_budget, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
@@ -73,9 +73,6 @@ class Tuner:
             raise KernelrulesError("the space has no configs (after its constraints)", path=str(self.space.path))
         self.space_keys = {_key(c) for c in self.configs}
         self.flops = self.spec.flop_count()
-        #: The problem's minimum bytes, evaluated here: the study's opening (a thread, beside the judging) records it
-        #: and must parse no Python (CPython 3.11's syntax-tree conversion is not thread-safe; docs/tune.md).
-        self.bytes = self.spec.byte_count()
         self.notes: list[str] = []
         self.records: list[dict] = []
         self.learned = LearnedConstraints()
@@ -85,8 +82,6 @@ class Tuner:
         self.timed_twins: dict[tuple, tuple[int, float]] = {}
         #: When each start-up step ended, in seconds from the start (``_mark``).
         self.startup: dict[str, float] = {}
-        #: The thread importing what the sampler needs later (:func:`warm_sampler_imports`), once the study is open.
-        self.warming: Any = None
         #: Whether a kernel parameter takes the num_stages option's value (then no config has a stage twin).
         self.binds_num_stages = binds_num_stages(str(self.space.kernel_path), self.space.kernel_name)
         if options.stage == "compiled":
@@ -131,13 +126,6 @@ class Tuner:
         self.heartbeat = Heartbeat(self.study).start()
         self.ledger = TrialLedger(self.study, self.claims, self.heartbeat, self._told)
 
-    def _open_study(self) -> None:
-        """Open the study (in a thread, beside the judging), then start importing what the sampler needs later: after
-        the opening, which that import slowed by holding the interpreter lock."""
-        self._open()
-        self._mark("study_opened")
-        self.warming = warm_sampler_imports(self.options.sampler)
-
     def _check_study_attrs(self) -> None:
         from .study import display_url
 
@@ -156,7 +144,7 @@ class Tuner:
             self.study.set_user_attr("kr_identity", identity)
             self.study.set_user_attr("kr_meta", {
                 "space_file": self.space.path.name, "space_size": len(self.configs), "flops": self.flops,
-                "bytes": self.bytes, "dtype": self.spec.precision_dtype(),
+                "bytes": self.spec.byte_count(), "dtype": self.spec.precision_dtype(),
                 "arch": self.arch.name, "sku": sku,
                 "peaks": {k: flat[k] for k in flat if k.endswith(("_tflops_dense", "_tflops", "bandwidth_gbps"))},
                 "interpret": self.options.interpret, "sizes": self.spec.sizes})
@@ -215,12 +203,11 @@ class Tuner:
         return judgement.passed and not predicted_to_spill(judgement)
 
     def _compile_first_guesses(self) -> None:
-        """The first seeds, guessed from the configs' values, compile while the probes run
-        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers). The study
-        is still opening, so a resumed study, which seeds nothing, guesses too: on workers the probes leave idle."""
+        """A new study's first seeds, guessed from the configs' values, compile while the probes run
+        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers)."""
         o = self.options
         count, limit = guess_budget(len(self.configs), self.gate.compile_workers(), o.model_seeds)
-        if o.stage != "compiled" or o.sampler == "grid" or not count:  # a resumed study guesses too: spare workers
+        if o.stage != "compiled" or self.study.trials or o.sampler == "grid" or not count:
             return
         try:
             guesses = (o.seeder or perf_model_seeds)(self.gate.plain_survivors(self.configs), self.arch,
@@ -266,7 +253,6 @@ class Tuner:
                          edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
         workers: list = []
         stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)
-        opening = None  # the study's opening, in a thread while the space is judged
         self.deferred_count = 0  # configs predicted to spill, held back until nothing else waits
         try:
             workers = self._start_workers()
@@ -274,12 +260,14 @@ class Tuner:
             if o.stage != "none":  # the raw space compiles nothing in the gate: no probes, no compiled stage
                 self.gate.start_compile_workers()
             self._mark("workers_started")
-            opening = Background(self._open_study, "kernelrules-open-study")  # beside the judging (startup.py)
+            self._open()
+            self._mark("study_opened")
+            # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
+            warming = warm_sampler_imports(o.sampler)
             self._compile_first_guesses()
             judged = self.gate.prejudge(self.configs) if o.stage != "none" else {}
             self.gate.stop_compiling_ahead()
             self._mark("space_judged")
-            opening.result()
             if o.stage == "compiled":
                 stream = self.gate.stream()
             rejected = [j for j in judged.values() if not j.passed]
@@ -292,8 +280,8 @@ class Tuner:
                 stream.want(config)
             self._mark("seeded")
             self._await_workers(workers)
-            if self.warming is not None:  # the sampler imports it at its first proposal: never two threads at once
-                self.warming.join()
+            if warming is not None:  # the sampler imports it at its first proposal: never two threads at once
+                warming.join()
             self._mark("workers_ready")
             self._learn_harness_edges(workers, stream, first)
             self._loop(workers, stream)
@@ -311,8 +299,6 @@ class Tuner:
             final = self._final(workers[0]) if workers else None
             return self._result(final)
         finally:
-            if opening is not None:  # an error while the study opened: nothing of it left running
-                opening.settle()
             if stream is not None:
                 stream.close()
             if hasattr(self, "ledger"):  # made when the study opens, which may have failed

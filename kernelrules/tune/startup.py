@@ -13,10 +13,6 @@ these helpers also:
   values alone (no resource model yet) compile ahead beside the probe compiles; the seeds
   judged after the probes are mostly the same configs (the first seed was among the first
   four guesses in 37 of the H200 suite's 43 problems), whose compiles are then done.
-- **opening the study while the space is judged** (:class:`Background`): Optuna's import and
-  its tables' creation took 1.4-2.2 s after the workers' start on the H200 (ab-3f72e1d-6462d7d),
-  all of it before the probe compiles began; the judging mostly waits on compile workers, so
-  the study opens in a thread beside it.
 - **importing what the sampler needs later** (:func:`warm_sampler_imports`): Optuna's
   Sobol (QMC) sampler imports ``scipy.stats`` at its first proposal, seconds in the middle
   of the search; a daemon thread imports it while the run starts.
@@ -54,33 +50,6 @@ def guess_budget(space_size: int, compile_workers: int, seeds: int) -> tuple[int
     if spare < 2 or seeds <= 0 or not 0 < space_size <= MAX_GUESS_CONFIGS:
         return 0, 0
     return min(seeds, spare), spare
-
-
-class Background:
-    """``target()`` run in a daemon thread from now; :meth:`result` waits for it and raises its exception here, in
-    the caller's thread, so an error (a storage that cannot open) reads as if the call had been made in line."""
-
-    def __init__(self, target: Callable[[], Any], name: str) -> None:
-        self._target, self._value, self._error = target, None, None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._target()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
-            self._error = exc
-
-    def result(self) -> Any:
-        """Wait for the call; its value, or its exception raised again."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-    def settle(self) -> None:
-        """Wait for the call and drop its outcome (clean-up after another error: nothing left running)."""
-        self._thread.join()
 
 
 def warm_sampler_imports(sampler: str) -> threading.Thread | None:

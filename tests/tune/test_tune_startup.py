@@ -90,37 +90,6 @@ def test_an_error_while_the_space_is_judged_is_the_runs_error(tmp_path, monkeypa
              cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1)
 
 
-def test_the_study_opens_while_the_space_is_judged_and_parses_no_python_meanwhile(tmp_path, monkeypatch):
-    """The opening waits until the judging has begun: run one after the other, it would wait in vain. No syntax tree
-    is built in the opening's thread (CPython 3.11's conversion is not thread-safe: docs/tune.md, step 8)."""
-    import ast
-
-    judging, overlapped, parsed_in = threading.Event(), [], collections.Counter()
-    open_study, prejudge, parse = Tuner._open, Gate.prejudge, ast.parse
-
-    def waiting_open(tuner):
-        overlapped.append(judging.wait(30))
-        return open_study(tuner)
-
-    def signalling_prejudge(gate, configs):
-        judging.set()
-        return prejudge(gate, configs)
-
-    def counting_parse(*args, **kwargs):
-        parsed_in[threading.current_thread().name] += 1
-        return parse(*args, **kwargs)
-
-    monkeypatch.setattr(Tuner, "_open", waiting_open)
-    monkeypatch.setattr(Gate, "prejudge", signalling_prejudge)
-    monkeypatch.setattr(ast, "parse", counting_parse)
-    space = Path(__file__).parents[2] / "benchmarks" / "suite" / "softmax" / "small.tune.yaml"  # bytes: an expression
-    result = tune(space, arch="hopper", interpret=True, trials=1, storage=str(tmp_path / "study.db"),
-                  stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, model_seeds=1)
-    assert overlapped == [True]
-    assert parsed_in["MainThread"] > 0 and parsed_in["kernelrules-open-study"] == 0
-    assert result.records and result.summary["startup"]["study_opened_s"] <= result.summary["startup"]["seeded_s"]
-
-
 def _compile_workers_of_this_process() -> list[int]:
     """Live compile-pool workers whose parent is this process (Linux /proc)."""
     found = []
