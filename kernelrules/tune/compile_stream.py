@@ -83,6 +83,11 @@ class CompileStream:
         for job in jobs:
             self._feed.put(job)
 
+    def ready(self) -> bool:
+        """Whether a verdict waits to be popped (or the stream failed: :meth:`pop` raises it)."""
+        with self._lock:
+            return bool(self._done) or self._error is not None
+
     def pop(self, configs: Iterable[KernelConfig]) -> dict[str, Any]:
         """The verdicts on those of ``configs`` whose compiles are over, by config key (then forgotten).
 

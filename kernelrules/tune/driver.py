@@ -371,6 +371,7 @@ class Tuner:
                     pending.append(candidate)
 
         while True:
+            interrupted = False  # asking stopped early to start an idle worker: ask on without waiting
             while asking and len(pending) + len(compiling) < capacity:
                 if not self._budget_left() or duplicates_in_a_row >= self.options.max_duplicates:
                     if duplicates_in_a_row >= self.options.max_duplicates:
@@ -387,6 +388,9 @@ class Tuner:
                     self.deferred_count += 1
                     continue
                 admit([candidate])
+                if _worker_can_start(workers, pending, stream):
+                    interrupted = True
+                    break
             if self._time_out():  # out of time: left in flight, so the ledger queues them again at the end
                 deferred, compiling = [], []
                 pending.clear()
@@ -411,7 +415,8 @@ class Tuner:
             busy = [w for w in workers if w.busy]
             if not busy and not pending and not compiling and not asking and not deferred:
                 return
-            self._wait(busy, stream if compiling else None)
+            if not interrupted:
+                self._wait(busy, stream if compiling else None)
 
     def _wait(self, busy: list, stream: Any) -> None:
         """Wait for whichever comes first, a benchmark result or a compiled-stage verdict, and file the
@@ -607,7 +612,6 @@ class Tuner:
                                   "triton_config": rec.triton_config_line(winner["config"])}
         return TuneResult(self.records, summary_, self.notes)
 
-
     def _worker_startup(self) -> dict[str, float]:
         """The first benchmark worker's start-up steps, in seconds from the run's start (``BenchWorker.steps``):
         where its seconds before ``ready`` go (the torch import, the references) and when its warm-up ended."""
@@ -615,6 +619,15 @@ class Tuner:
         steps = workers[0].steps if workers else {}
         return {f"{name}_s": round(stamp - self.started, 3) for name, stamp in steps.items()
                 if isinstance(stamp, (int, float))}
+
+
+def _worker_can_start(workers: Sequence[Any], pending: Sequence[Candidate], stream: Any) -> bool:
+    """Whether a benchmark worker is idle while a candidate could go to it (one ready, or a verdict in): the loop
+    then sends it before asking the sampler for more. Filling the whole lookahead first (one ask per compile
+    worker, each a few database round trips) held the first config back for seconds."""
+    if not any(not w.busy for w in workers):
+        return False
+    return bool(pending) or (stream is not None and stream.ready())
 
 
 def _records(study: Any) -> list[dict]:

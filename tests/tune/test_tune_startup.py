@@ -90,6 +90,48 @@ def test_an_error_while_the_space_is_judged_is_the_runs_error(tmp_path, monkeypa
              cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1)
 
 
+def test_an_idle_worker_gets_a_judged_config_before_the_sampler_is_asked_for_the_whole_lookahead(tmp_path, monkeypatch):
+    """With one worker and a lookahead of 12, the loop asks for a config, and once a verdict is in and the worker
+    idle it sends that config before asking for more (it used to ask for all 13 first)."""
+    streams, asks = [], []
+    want, ask = CompileStream.want, Tuner._ask
+
+    def capturing_want(stream, config):
+        if stream not in streams:
+            streams.append(stream)
+        return want(stream, config)
+
+    def ask_after_a_verdict(tuner):
+        asks.append(1)
+        if len(asks) == 2:  # the first candidate's verdict is in before the second is admitted
+            deadline = time.monotonic() + 60
+            while not streams[0].ready() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return ask(tuner)
+
+    monkeypatch.setattr(CompileStream, "want", capturing_want)
+    monkeypatch.setattr(Tuner, "_ask", ask_after_a_verdict)
+    result = tune(SMALL, arch="ampere", interpret=True, trials=14, storage=str(tmp_path / "study.db"),
+                  stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2, seed=3,
+                  lookahead=12, model_seeds=4)
+    first_sent = min(r["sent_s"] for r in result.records if r.get("sent_s") is not None)
+    third_asked = sorted(r["asked_s"] for r in result.records if r.get("asked_s") is not None)[2]
+    assert first_sent < third_asked
+
+
+def test_a_worker_can_start_when_it_is_idle_and_a_candidate_or_a_verdict_is_ready():
+    from types import SimpleNamespace
+
+    from kernelrules.tune.driver import _worker_can_start
+
+    idle, busy = SimpleNamespace(busy=False), SimpleNamespace(busy=True)
+    verdict, none = SimpleNamespace(ready=lambda: True), SimpleNamespace(ready=lambda: False)
+    assert _worker_can_start([busy, idle], ["candidate"], none)
+    assert _worker_can_start([idle], [], verdict)
+    assert not _worker_can_start([idle], [], none) and not _worker_can_start([idle], [], None)
+    assert not _worker_can_start([busy], ["candidate"], verdict)
+
+
 def _compile_workers_of_this_process() -> list[int]:
     """Live compile-pool workers whose parent is this process (Linux /proc)."""
     found = []
