@@ -20,6 +20,7 @@ these helpers also:
 
 from __future__ import annotations
 
+import sysconfig
 import threading
 from typing import Any, Callable, Sequence
 
@@ -56,6 +57,9 @@ def warm_sampler_imports(sampler: str) -> threading.Thread | None:
     """Import the sampler's slow lazy imports in a daemon thread; the thread, or None when there are none."""
     if sampler not in QMC_SAMPLERS:
         return None
+    # scipy's import reads sysconfig, which CPython 3.11 fills on first use and publishes half-filled: a Triton
+    # import in the main thread meanwhile read sysconfig's EXE as None (docs/tune.md, step 8). Filled here first.
+    sysconfig.get_config_vars()
     thread = threading.Thread(target=_import_scipy_stats, name="kernelrules-warm-imports", daemon=True)
     thread.start()
     return thread

@@ -79,6 +79,18 @@ def test_the_qmc_samplers_import_scipy_stats_in_the_background():
     assert done.stdout.strip() == "True"
 
 
+def test_sysconfig_is_filled_before_the_import_thread_starts():
+    """CPython 3.11 publishes sysconfig's variables before filling them: scipy's import in the thread must find them
+    filled, or a Triton import in the main thread meanwhile can read EXE as None (docs/tune.md, step 8)."""
+    code = ("import sysconfig; from kernelrules.tune.startup import warm_sampler_imports; "
+            "empty = sysconfig._CONFIG_VARS is None; thread = warm_sampler_imports('auto'); "
+            "filled = sysconfig._CONFIG_VARS is not None and 'EXE' in sysconfig._CONFIG_VARS; thread.join(120); "
+            "print(empty, filled)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "True"
+
+
 
 def test_an_error_while_the_space_is_judged_is_the_runs_error(tmp_path, monkeypatch):
     def failing_prejudge(gate, configs):
