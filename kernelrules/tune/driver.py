@@ -624,8 +624,8 @@ class Tuner:
 def _worker_can_start(workers: Sequence[Any], pending: Sequence[Candidate], stream: Any) -> bool:
     """Whether a benchmark worker is idle while a candidate could go to it (one ready, or a verdict in): the loop
     then sends it before asking the sampler for more. Filling the whole lookahead first (one ask per compile
-    worker, each a few database round trips) held the first config back for seconds."""
-    if not any(not w.busy for w in workers):
+    worker, each a few database round trips) held the first config back for the whole batch."""
+    if all(w.busy for w in workers):
         return False
     return bool(pending) or (stream is not None and stream.ready())
 

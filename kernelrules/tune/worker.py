@@ -152,8 +152,9 @@ class BenchWorker:
             self.kill()
             raise WorkerError(f"the problem cannot run: {message[1]}")
         self.info = message[1]
-        if not self.restarts and "ready" not in self.steps:
-            self.steps.update(self.info.pop("steps", None) or {})
+        steps = self.info.pop("steps", None) or {}
+        if not self.restarts:
+            self.steps.update(steps)
         if self.process is not None:
             self.process.ready = True
         return self.info
