@@ -5,7 +5,8 @@
 
 Each run is a fresh process with empty Triton and kernelrules caches that tunes one
 trial (``--trials``) of the space under ``TRITON_INTERPRET=1`` (the rules gate at the compiled stage,
-cross-compiling for ``--arch``) and reports the first record's ``elapsed_s`` (and the first timed record's, ``first_timed_s``): the study,
+cross-compiling for ``--arch``) and reports the first record's ``elapsed_s`` (and the first timed record's, ``first_timed_s``, and how long the
+first config sent to the worker waited there after it was asked for, ``first_sent_wait_s``): the study,
 the judging of the whole space (probe compiles included), the benchmark worker's start
 and the first candidate's compile and check. ``--before REV`` adds the same measurement
 with the kernelrules of commit REV, interleaved, so the two are compared in one run.
@@ -37,9 +38,13 @@ extra = json.loads(sys.argv[5])
 result = tune(sys.argv[1], arch=sys.argv[2], interpret=True, storage=sys.argv[3], stage="compiled",
               cache_dir=sys.argv[4], top_k=1, rounds=1, **extra)
 first = min(r["elapsed_s"] for r in result.records if r.get("elapsed_s") is not None)
-timed = [r["elapsed_s"] for r in result.records if r["status"] in ("better", "slower")]
+timed = sorted((r for r in result.records if r["status"] in ("better", "slower")), key=lambda r: r["elapsed_s"])
+sent = [r for r in result.records if r.get("sent_s") is not None and r.get("asked_s") is not None]
+first_sent = min(sent, key=lambda r: r["sent_s"]) if sent else None
 print(json.dumps({"first_record_s": first, "status": result.records[0]["status"],
-                  "first_timed_s": min(timed) if timed else None, "startup": result.summary.get("startup")}))
+                  "first_timed_s": timed[0]["elapsed_s"] if timed else None,
+                  "first_sent_wait_s": round(first_sent["sent_s"] - first_sent["asked_s"], 3) if first_sent else None,
+                  "startup": result.summary.get("startup")}))
 """
 
 
