@@ -109,9 +109,21 @@ def run_method(method: str, repeat: int, args) -> dict:
     return {"method": method, "repeat": repeat, "wall_s": time.time() - started,
             "before_clock_s": round(tuner.started - SCRIPT_STARTED, 3),
             "summary": portable(result.summary, Path(args.out)),
-            "records": [{k: r.get(k) for k in ("trial", "status", "ms", "elapsed_s", "config", "phase_seconds",
-                                               "same_binary_as")}
-                        for r in result.records]}
+            "records": [_kept(r) for r in result.records]}
+
+
+#: What each record of a run's JSON keeps: what the summaries read (suite_live_ab_summary.py, suite_report.py).
+KEPT = ("trial", "status", "ms", "elapsed_s", "asked_s", "sent_s", "config", "phase_seconds", "same_binary_as")
+
+
+def _kept(record: dict) -> dict:
+    """A record as the run's JSON keeps it: the keys of ``KEPT``, and of each check case only its sizes and
+    how long its launch took (``--slow-checks`` reads them; a whole check with its errors is long)."""
+    kept = {k: record.get(k) for k in KEPT}
+    checks = record.get("checks")
+    if checks:
+        kept["checks"] = [{"sizes": c.get("sizes"), "launch_s": c.get("launch_s")} for c in checks]
+    return kept
 
 
 def tune_subspace(values: dict, args, name: str, top_k: int, rounds: int, candidate_filter=None):

@@ -12,7 +12,8 @@ total seconds (runs of code older than 8be5274 have none). ``busy`` is the worke
 over the span from the first to the last timing. ``to_2pct_s`` is the run's elapsed seconds when its
 best-so-far came within 2% of ``timed_config`` (the sweep's best config, timed by the same run outside
 its budget), a reference measured on the same machine. ``--table`` prints a Markdown table instead;
-``--slow-checks SECONDS`` lists, per run, the check launches slower than that (runs of 0633920 on);
+``--slow-checks SECONDS`` lists, per run, the check launches slower than that (runs whose JSON keeps the checks'
+``launch_s``: h200_tune.py since 2026-12-04; for an older run, the trials whose whole check took longer);
 ``--startup`` prints, per run, every start-up mark of the driver (``summary.startup``) and of the first
 benchmark worker (``summary.worker_startup``, runs of d0c6250 on) in time order, then the first timed trial.
 """
@@ -105,7 +106,7 @@ def table(items: list[tuple[str, str, str, dict]]) -> str:
 
 
 def slow_checks(run: dict, seconds: float = 0.2) -> list[str]:
-    """A run's check launches slower than ``seconds`` (records of 0633920 on carry ``launch_s`` per case): which
+    """A run's check launches slower than ``seconds`` (records kept with their checks carry ``launch_s`` per case): which
     trial, after how long, and at which sizes, the usual sign of a compile or a binary's load inside the check."""
     lines = []
     for record in run["records"]:
@@ -116,6 +117,25 @@ def slow_checks(run: dict, seconds: float = 0.2) -> list[str]:
         for sizes, launch_s in cases.items():
             lines.append(f"trial {record['trial']} at {record['elapsed_s']:.1f} s: {launch_s:.2f} s at {sizes}")
     return lines
+
+
+def slow_check_phases(run: dict, seconds: float = 0.2) -> list[str]:
+    """For a run that kept no launch times: the trials whose whole check (``phase_seconds``, every case's launch
+    and comparison) took over ``seconds``. A check under the threshold bounds each of its launches; one over it
+    says only that some launch or comparison in it was slow."""
+    lines = []
+    for record in sorted(run["records"], key=lambda r: r.get("elapsed_s") or 0.0):
+        check = (record.get("phase_seconds") or {}).get("check")
+        if check is not None and check > seconds:
+            lines.append(f"trial {record['trial']} at {record['elapsed_s']:.1f} s: its whole check {check:.2f} s")
+    return lines
+
+
+def recorded_launches(run: dict) -> int:
+    """How many check launches a run's records time (``launch_s``): runs whose JSON kept no checks (before
+    2026-12-04's h200_tune.py) have none, and their ``slow_checks`` says nothing."""
+    return sum(1 for record in run["records"] for check in record.get("checks") or []
+               if check.get("launch_s") is not None)
 
 
 def startup_line(run: dict) -> str:
@@ -152,7 +172,12 @@ def main() -> None:
     if args.slow_checks is not None:
         for call, variant, problem, run in items:
             found = slow_checks(run, args.slow_checks)
-            print("/".join(filter(None, [call, f"{variant}-{problem}"])), f"{len(found)} slow check launches")
+            name = "/".join(filter(None, [call, f"{variant}-{problem}"]))
+            if not recorded_launches(run):  # nothing to list is not "none slow": the whole checks bound each launch
+                found = slow_check_phases(run, args.slow_checks)
+                print(name, f"records no check launch times; {len(found)} whole checks slower")
+            else:
+                print(name, f"{len(found)} slow check launches")
             for line in found:
                 print("  " + line)
         return

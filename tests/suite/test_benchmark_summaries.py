@@ -199,6 +199,31 @@ def test_slow_check_launches_are_listed_once_per_case_with_their_sizes():
         {"trial": 5, "elapsed_s": 14.0, "status": "rejected"}]}
     assert ab.slow_checks(run, 0.2) == ['trial 3 at 12.0 s: 2.50 s at {"M": 255}']
     assert ab.slow_checks(run, 3.0) == []
+    assert ab.recorded_launches(run) == 3
+    older = {"records": [{"trial": 1, "elapsed_s": 9.0, "phase_seconds": {"check": 0.05}},
+                         {"trial": 0, "elapsed_s": 8.0, "phase_seconds": {"check": 0.5}}]}
+    assert ab.recorded_launches(older) == 0  # its JSON kept no checks: only whole checks can be read
+    assert ab.slow_check_phases(older, 0.2) == ["trial 0 at 8.0 s: its whole check 0.50 s"]
+
+
+def test_a_run_json_keeps_what_the_summaries_read():
+    """h200_tune.py's records keep asked_s/sent_s (``--startup``) and each check's sizes and launch_s
+    (``--slow-checks``): a summary of keys the run dropped would say nothing, or "none slow"."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import h200_tune
+    import suite_live_ab_summary as ab
+
+    record = {"trial": 0, "status": "better", "ms": 0.1, "elapsed_s": 8.5, "asked_s": 5.0, "sent_s": 6.25,
+              "config": {"BLOCK": 64}, "phase_seconds": {"check": 0.4}, "facts": {"registers": 40},
+              "checks": [{"output": "y", "sizes": {"M": 255}, "seed": 0, "max_abs_error": 0.0, "launch_s": 0.3}]}
+    kept = h200_tune._kept(record)
+    assert "facts" not in kept and kept["checks"] == [{"sizes": {"M": 255}, "launch_s": 0.3}]
+    run = {"summary": {}, "records": [kept]}
+    assert ab.slow_checks(run, 0.2) == ['trial 0 at 8.5 s: 0.30 s at {"M": 255}']
+    assert ab.startup_line(run).strip() == "| first timed 8.50 (trial 0: asked 5.00, sent 6.25, check 0.4)"
+    assert "checks" not in h200_tune._kept({"trial": 1, "status": "rejected"})
 
 
 def test_the_startup_line_puts_the_drivers_and_the_workers_marks_in_time_order_then_the_first_timing():
