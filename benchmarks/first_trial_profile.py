@@ -57,7 +57,8 @@ def first_run(space: Path, folder: Path, interpret: bool) -> dict:
     extra = {"interpret": True, "arch": "hopper"} if interpret else {}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(space), str(folder / "study.db"), str(folder / "kr"),
                            json.dumps(extra)],
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=300,
+                          cwd=folder)  # not the checkout: its kernelrules/ would shadow the installed package
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:
         raise SystemExit(f"the first run failed:\n{proc.stderr[-3000:]}")
