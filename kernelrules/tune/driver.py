@@ -247,16 +247,17 @@ class Tuner:
 
         hide_torch_from_specializer()  # the driver launches nothing (its workers do): spare torch's import
 
-        cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
-        self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout, cache=cache,
-                         triton_cache_dir=None if o.interpret else self._triton_cache(),
-                         edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
         workers: list = []
         stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)
         self.deferred_count = 0  # configs predicted to spill, held back until nothing else waits
         try:
+            # First: a benchmark worker's start (torch, CUDA, the references) is the longest chain to the first timing.
             workers = self._start_workers()
             self.workers = workers
+            cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
+            self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout,
+                             cache=cache, triton_cache_dir=None if o.interpret else self._triton_cache(),
+                             edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
             if o.stage != "none":  # the raw space compiles nothing in the gate: no probes, no compiled stage
                 self.gate.start_compile_workers()
             self._mark("workers_started")
@@ -310,7 +311,8 @@ class Tuner:
                     worker.kill()
             if hasattr(self, "heartbeat"):
                 self.heartbeat.stop()
-            self.gate.close()
+            if hasattr(self, "gate"):  # made after the workers' start, which may have failed
+                self.gate.close()
 
     def _learn_harness_edges(self, workers: list, stream: Any, wanted: Sequence[KernelConfig]) -> None:
         """Compile each candidate at the edge shapes a harness problem's worker read from its harness
@@ -637,9 +639,7 @@ def _records(study: Any) -> list[dict]:
 
 
 def _key(config: KernelConfig) -> str:
-    from .study import config_key
-
-    return config_key(config)
+    return rec.config_key(config)
 
 
 def tune(space: str | Path, **options: Any) -> TuneResult:

@@ -16,6 +16,7 @@ over the previous timed trial's.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
@@ -23,6 +24,13 @@ from ..config import KernelConfig
 from .feedback import FAILURES, TIMED, is_gap, gap_text
 
 NOT_CONFIGS = ("duplicate", "over_budget", "outside_space", "interrupted", "running", "waiting")
+
+
+def config_key(config: KernelConfig | Mapping[str, Any]) -> str:
+    """A stable text key of a config (the claim and dedup key). Here, not in :mod:`~kernelrules.tune.study`: the
+    driver keys the space's configs before it starts the benchmark workers, and the study imports Optuna."""
+    values = config.to_dict() if isinstance(config, KernelConfig) else dict(config)
+    return json.dumps(values, sort_keys=True, separators=(",", ":"))
 
 
 def triton_config_line(config: Mapping[str, Any]) -> str:

@@ -37,6 +37,7 @@ from ..config import KernelConfig
 from ..errors import KernelrulesError
 from ..space import Space
 from . import sqlite_file
+from .records import config_key  # noqa: F401 - the claim key, here with the claims (records: no Optuna import)
 
 try:
     import optuna
@@ -48,12 +49,6 @@ import warnings as _warnings
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 _warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
-
-
-def config_key(config: KernelConfig | Mapping[str, Any]) -> str:
-    """A stable text key of a config (the claim and dedup key)."""
-    values = config.to_dict() if isinstance(config, KernelConfig) else dict(config)
-    return json.dumps(values, sort_keys=True, separators=(",", ":"))
 
 
 def worker_id() -> str:

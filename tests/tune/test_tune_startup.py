@@ -280,3 +280,42 @@ def test_the_raw_space_starts_without_judging_it(tmp_path, monkeypatch):
     assert dispatched == [] and spawned == []
     assert result.summary["config_stage"]["rejected"] == 0
     assert sum(r["status"] in ("better", "slower") for r in result.records) == 3
+
+
+def test_the_benchmark_workers_start_before_the_gate_is_built_and_are_stopped_when_it_fails(tmp_path, monkeypatch):
+    """A benchmark worker's start (torch, CUDA, the references) is the longest chain to the first timing on a GPU
+    machine, so ``run`` starts the workers before it builds the gate; a gate that cannot be built still ends with
+    every worker stopped and the run's error."""
+    order = []
+    killed = []
+
+    class FakeWorker:
+        info = None
+
+        def kill(self):
+            killed.append(self)
+
+    def start_workers(tuner):
+        order.append("workers")
+        return [FakeWorker()]
+
+    def failing_gate(*args, **kwargs):
+        order.append("gate")
+        raise KernelrulesError("the gate cannot be built", path="space.yaml")
+
+    monkeypatch.setattr(Tuner, "_start_workers", start_workers)
+    monkeypatch.setattr("kernelrules.tune.driver.Gate", failing_gate)
+    with pytest.raises(KernelrulesError, match="cannot be built"):
+        tune(SMALL, arch="ampere", interpret=True, trials=1, storage=str(tmp_path / "study.db"), stage="config",
+             cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1)
+    assert order == ["workers", "gate"] and len(killed) == 1
+
+
+def test_loading_a_space_for_tuning_does_not_import_optuna():
+    """The tuner keys the space's configs before it starts the benchmark workers: that key must not import Optuna
+    (a quarter of a second on 2 cores, before the workers' start); the study imports it later."""
+    code = ("import sys; from kernelrules.tune.driver import Tuner; from kernelrules.tune.options import TuneOptions; "
+            f"t = Tuner({str(SMALL)!r}, TuneOptions(arch='ampere', interpret=True)); "
+            "print(len(t.space_keys), 'optuna' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert int(out[0]) > 1 and out[1] == "False"
