@@ -196,6 +196,11 @@ class CompilePool:
         while len(self._workers) < min(count, self.max_workers):
             self._spawn()
 
+    def triton_key(self) -> tuple[str, str] | None:
+        """This process's Triton source hash with its installation, once the background thread computed it (never
+        waits; :mod:`kernelrules.compile.triton_key`): what the compile workers get, for others to share too."""
+        return self._triton_key.value
+
     def owned(self) -> bool:
         """Whether this process created the pool (False in a child forked from its creator)."""
         return os.getpid() == self._owner

@@ -16,6 +16,7 @@ import time
 import traceback
 from typing import Any, Mapping
 
+from ..compile.triton_key import install as install_triton_key
 from ..compile.workers import die_with_parent, watch_parent
 from .worker import WorkerSettings, visible_device
 
@@ -282,6 +283,19 @@ def share_host_modules(settings: WorkerSettings, *, into_study: bool) -> int:
         return 0
 
 
+def take_early_messages(conn: Any) -> list[tuple]:
+    """The messages already waiting when the worker is ready: the driver's Triton source hash is installed
+    (:mod:`kernelrules.compile.triton_key`), the rest (a request sent meanwhile) kept, in order, for the loop."""
+    kept = []
+    while conn.poll(0):
+        message = conn.recv()
+        if message[0] == "triton_key":
+            install_triton_key(message[1])
+        else:
+            kept.append(message)
+    return kept
+
+
 def worker_main(conn: Any, settings: WorkerSettings) -> None:
     """Entry point of a benchmark worker process."""
     steps = {"entered": time.monotonic()}  # when each start-up step ended (CLOCK_MONOTONIC: the driver's clock too)
@@ -321,6 +335,7 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
     except BaseException as exc:  # noqa: BLE001 - the driver turns this into one clear error
         conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))
         return
+    early = take_early_messages(conn)  # the driver's Triton source hash, before the warm-up would compute it
     session.warm()  # after "ready": a request sent meanwhile waits in the socket for what it would have done itself
     conn.send(("warmed", time.monotonic()))
     share_host_modules(settings, into_study=False)  # the CUDA helper, built by warm()
@@ -329,10 +344,13 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
     evaluated = 0
     while True:
         try:
-            message = conn.recv()
+            message = early.pop(0) if early else conn.recv()
         except (EOFError, OSError):
             return
         kind = message[0]
+        if kind == "triton_key":  # late (the warm-up computed its own): the same value; nothing is answered
+            install_triton_key(message[1])
+            continue
         if kind == "stop":
             share_host_modules(settings, into_study=False)
             return

@@ -178,6 +178,13 @@ class Tuner:
         probes = [self.configs[0].to_dict(), self.configs[-1].to_dict()]
         return {"edge_probe_configs": probes, "space_signature": dict(self.space.signature)}
 
+    def _share_triton_key(self) -> None:
+        """Hand the benchmark workers the Triton source hash the gate's pool computed for its compile workers, as
+        soon as it is known (:meth:`BenchWorker.share_triton_key`); nothing under ``--interpret`` (no JIT)."""
+        shared = None if self.options.interpret else self.gate.triton_key()
+        for worker in self.workers:
+            worker.share_triton_key(shared)
+
     def _await_workers(self, workers: list) -> None:
         """Wait until every worker is ready; one that cannot start is a one-line error."""
         from .worker import WorkerError
@@ -263,12 +270,14 @@ class Tuner:
             self._mark("workers_started")
             self._open()
             self._mark("study_opened")
+            self._share_triton_key()
             # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
             warming = warm_sampler_imports(o.sampler)
             self._compile_first_guesses()
             judged = self.gate.prejudge(self.configs) if o.stage != "none" else {}
             self.gate.stop_compiling_ahead()
             self._mark("space_judged")
+            self._share_triton_key()
             if o.stage == "compiled":
                 stream = self.gate.stream()
             rejected = [j for j in judged.values() if not j.passed]

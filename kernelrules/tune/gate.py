@@ -128,6 +128,10 @@ class Gate:
         """The configs no config-stage rule rejects without predictions (no probe compile needed)."""
         return self.pruner.plain_survivors(list(configs), self.arch)
 
+    def triton_key(self) -> tuple[str, str] | None:
+        """The driver's Triton source hash, once its pool computed it (None before, and without compile workers)."""
+        return self.pruner.pool.triton_key()
+
     def start_compile_workers(self) -> None:
         """Start the pool's workers now, without waiting: each imports Triton while the caller opens the study,
         instead of after it, when the probe compiles need them."""

@@ -104,6 +104,8 @@ class BenchWorker:
         #: machine): spawned here, then the worker's own (``entered``, ``torch_imported``, ``reference_checked``,
         #: ``ready``) and ``warmed``, once its warm-up after ``ready`` is done. A restarted process adds nothing.
         self.steps: dict[str, float] = {}
+        #: The driver's Triton source hash (:mod:`kernelrules.compile.triton_key`), once shared: sent to each process.
+        self.shared_key: tuple[str, str] | None = None
 
     @property
     def label(self) -> str:
@@ -130,6 +132,23 @@ class BenchWorker:
         theirs.close()
         self.conn = Connection(ours.detach())
         self.conn.send(self.settings)
+        if self.shared_key is not None:  # a restarted process: it takes the hash before its warm-up too
+            self._send_key()
+
+    def share_triton_key(self, shared: tuple[str, str] | None) -> None:
+        """Hand the worker the driver's Triton source hash, once: a worker that finds it waiting when it is ready
+        skips computing its own in its warm-up (0.33-0.38 s on the H200, the first trial waiting on it; it uses
+        the hash only for the same Triton installation, so no cache key changes). Nothing is answered to it."""
+        if shared is None or self.shared_key is not None:
+            return
+        self.shared_key = shared
+        self._send_key()
+
+    def _send_key(self) -> None:
+        try:
+            self.conn.send(("triton_key", self.shared_key))
+        except (OSError, BrokenPipeError):
+            pass  # the worker died: the next request finds out
 
     def log_tail(self) -> str:
         """The last lines the worker printed (for a start-up failure)."""

@@ -319,3 +319,98 @@ def test_loading_a_space_for_tuning_does_not_import_optuna():
             "print(len(t.space_keys), 'optuna' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert int(out[0]) > 1 and out[1] == "False"
+
+
+class _Pipe:
+    """A connection with messages waiting (``poll``/``recv``) that records what is sent on it."""
+
+    def __init__(self, waiting=()):
+        self.waiting, self.sent = list(waiting), []
+
+    def poll(self, timeout=None):
+        return bool(self.waiting)
+
+    def recv(self):
+        return self.waiting.pop(0)
+
+    def send(self, message):
+        self.sent.append(message)
+
+    def close(self):
+        pass
+
+
+def test_a_ready_worker_installs_the_drivers_triton_key_and_keeps_a_request_sent_meanwhile(monkeypatch):
+    """bench_process.take_early_messages: the driver's Triton source hash waiting in the socket is installed before
+    the warm-up (which then does not compute its own); any request that came with it is kept, in order."""
+    from kernelrules.tune import bench_process
+
+    installed = []
+    monkeypatch.setattr(bench_process, "install_triton_key", installed.append)
+    shared = ("/site/triton/__init__.py", "abc")
+    conn = _Pipe([("triton_key", shared), ("evaluate", {"BLOCK": 64}), ("stop",)])
+    assert bench_process.take_early_messages(conn) == [("evaluate", {"BLOCK": 64}), ("stop",)]
+    assert installed == [shared] and conn.waiting == []
+    assert bench_process.take_early_messages(_Pipe()) == []
+
+
+def test_the_shared_triton_key_is_installed_only_for_the_same_triton():
+    """compile.triton_key.install: the worker's JIT takes the driver's hash for its own Triton installation only."""
+    import triton
+    from triton.runtime import cache
+
+    from kernelrules.compile.triton_key import install
+
+    original = cache.triton_key
+    try:
+        assert not install(("/elsewhere/triton/__init__.py", "abc"))
+        assert cache.triton_key is original
+        assert install((os.path.abspath(triton.__file__), "abc"))
+        assert cache.triton_key() == "abc"
+    finally:
+        cache.triton_key = original
+
+
+def test_a_benchmark_worker_gets_the_drivers_triton_key_once_and_again_after_a_restart(monkeypatch):
+    """BenchWorker.share_triton_key sends the hash once (unknown yet: nothing); a restarted process gets it with
+    its settings."""
+    from kernelrules.space import load_space
+    from kernelrules.tune.problem import load_problem
+    from kernelrules.tune.worker import BenchWorker, WorkerSettings
+
+    worker = BenchWorker(0, WorkerSettings(spec=load_problem(load_space(SMALL))), compile_timeout=5, bench_timeout=5)
+    worker.conn = _Pipe()
+    worker.share_triton_key(None)
+    assert worker.conn.sent == []
+    shared = ("/site/triton/__init__.py", "abc")
+    worker.share_triton_key(shared)
+    worker.share_triton_key(shared)
+    assert worker.conn.sent == [("triton_key", shared)]
+
+    from multiprocessing.connection import Connection
+
+    from kernelrules.tune import worker as worker_module
+
+    peers = []
+
+    class NoProcess:  # the worker's end of the socket is kept here instead of in a process
+        ready = False
+
+        @classmethod
+        def start(cls, module, args, *, pass_fds, **kwargs):
+            peers.append(Connection(os.dup(pass_fds[0])))
+            return cls()
+
+        def kill(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(worker_module, "SupervisedProcess", NoProcess)
+    worker.process = NoProcess()
+    worker.restart()  # the real start(): settings, then the hash
+    received = []
+    while peers[0].poll(0.5):
+        received.append(peers[0].recv())
+    assert received == [worker.settings, ("triton_key", shared)]
