@@ -30,6 +30,7 @@ import tempfile
 
 from ..discover.pysource import use_views
 from .compilejob import CompileJob, CompileResult
+from .triton_key import REPORT_ENV, own_key
 from .triton_key import install as install_triton_key
 from .workers import watch_parent
 
@@ -37,6 +38,8 @@ from .workers import watch_parent
 HEADER = struct.Struct(">I")
 #: The tag of a worker's first message, ``(READY, pid)``: Triton is imported, send jobs.
 READY = "ready"
+#: The tag of ``(TRITON_KEY, (triton path, key))``, sent after READY by a worker started with ``REPORT_ENV`` set.
+TRITON_KEY = "triton_key"
 
 
 # --------------------------------------------------------------------------- framing
@@ -174,6 +177,10 @@ def main() -> None:
 
     try:
         write_all(answers, frame((READY, os.getpid())))
+        if os.environ.get(REPORT_ENV) == "1":  # the pool has no key yet: computed now, before the first job
+            shared = own_key()
+            if shared is not None:
+                write_all(answers, frame((TRITON_KEY, shared)))
     except OSError:  # the pool is gone already
         shutil.rmtree(scratch, ignore_errors=True)
         return

@@ -49,12 +49,12 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from .compile_worker import HEADER, READY, frame, job_views, write_all
+from .compile_worker import HEADER, READY, TRITON_KEY, frame, job_views, write_all
 from .compilejob import CompileJob, CompileResult
 from .feed import JobFeed
 from .speculation import Speculation
 from .stage_twins import StageTwins, eligible
-from .triton_key import ParentTritonKey
+from .triton_key import REPORT_ENV, ParentTritonKey
 from .worker_env import worker_environment
 from .workers import SupervisedProcess, WorkerLog
 
@@ -159,6 +159,9 @@ class CompilePool:
         #: (cache key, time limit) -> the timeout a job of this pool met, when ``remember_timeouts`` is set.
         self._timed_out: dict[tuple[str, float], CompileResult] | None = {} if remember_timeouts else None
         self._triton_key = ParentTritonKey()
+        #: Called with the Triton key once a worker reported it (:meth:`report_triton_key`); runs in the pool's thread.
+        self.on_triton_key: Callable[[tuple[str, str]], None] | None = None
+        self._key_reporter = False  # whether the next worker started is asked to report the key
         #: Jobs compiled ahead (:meth:`compile_ahead`): at most one worker fewer than the pool has, and at least one.
         self._ahead = Speculation(limit=max(1, self.max_workers - 1))
         self._ahead_source: Callable[[], CompileJob | None] | None = None
@@ -196,6 +199,12 @@ class CompilePool:
         while len(self._workers) < min(count, self.max_workers):
             self._spawn()
 
+    def report_triton_key(self, callback: Callable[[tuple[str, str]], None] | None = None) -> None:
+        """Ask the next worker started to compute Triton's source hash once it is ready and report it (unless this
+        process computes it already), for the jobs' messages and for ``callback``, called once it is read."""
+        self.on_triton_key = callback
+        self._key_reporter = True
+
     def triton_key(self) -> tuple[str, str] | None:
         """This process's Triton source hash with its installation, once the background thread computed it (never
         waits; :mod:`kernelrules.compile.triton_key`): what the compile workers get, for others to share too."""
@@ -220,6 +229,9 @@ class CompilePool:
         env = worker_environment(TMPDIR=scratch, KERNELRULES_WORKER_SCRATCH=scratch,
                                  TRITON_CACHE_DIR=scratch)  # the cache is set per job
         env.pop("TRITON_INTERPRET", None)  # workers cross-compile; a traced or tested command may interpret
+        if self._key_reporter and self._triton_key.value is None and not self._triton_key.started:
+            env[REPORT_ENV] = "1"  # one worker: it hashes while it waits for its first job (the others get its key)
+            self._key_reporter = False
         process = SupervisedProcess.start(
             "kernelrules.compile.pool", env=env, log=WorkerLog(os.path.join(scratch, "worker-stderr.log")),
             startup_timeout=STARTUP_TIMEOUT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -300,6 +312,7 @@ class CompilePool:
         cache = self.cache if cache is _POOL_DEFAULT else cache
         shared_dir = self.triton_cache_dir if triton_cache_dir is _POOL_DEFAULT else triton_cache_dir
         self._start_failures = 0
+        self._collect_ahead()  # what came between runs (a worker's READY, a reported Triton key) before dispatching
         feed = jobs if isinstance(jobs, JobFeed) else None
         pending = [] if feed is not None else list(jobs)  # type: ignore[arg-type]
         total, done = len(pending), 0
@@ -552,6 +565,9 @@ class CompilePool:
             if tag == READY:
                 worker.process.ready = True
                 self._start_failures = 0
+            elif tag == TRITON_KEY:
+                if self._triton_key.adopt(value) and self.on_triton_key is not None:
+                    self.on_triton_key(value)
             elif tag == worker.job_id and worker.job is not None:
                 finished.append((worker.job, value, self._keys.pop(tag, None)))
                 worker.job_id, worker.job = None, None

@@ -6,7 +6,9 @@ per process on its first compile. Each compile worker would pay it at its first 
 0.8 s of CPU on the 2-core machine, and 16 workers at once on a 16-core one contend for the
 same cores). The parent of a pool that has Triton imported already (a tuner: its JIT needs
 the key anyway, so nothing is computed twice) computes it in a background thread while
-the workers start, and sends it with each worker's jobs; a worker uses it only when its own
+the workers start, and sends it with each worker's jobs; a pool whose process has not imported Triton (``tune``'s
+driver) asks its first worker to compute it once ready, while it waits for its first job, and report it
+(:data:`REPORT_ENV`), then sends that with the jobs and hands it to whoever asked (the benchmark workers); a worker uses it only when its own
 Triton is the same installation (the same ``triton/__init__.py``), so a cache key never
 changes: it is the very value the worker would compute.
 """
@@ -46,9 +48,38 @@ class ParentTritonKey:
             self._value = None
 
     @property
+    def started(self) -> bool:
+        """Whether this process computes the key itself (its thread was started)."""
+        return self._thread is not None
+
+    @property
     def value(self) -> SharedKey | None:
         """The key once computed (never waits), else None."""
         return self._value
+
+    def adopt(self, shared: Any) -> bool:
+        """Take a key a worker reported (:func:`own_key`) when none is known yet; True if taken."""
+        if self._value is not None or not (isinstance(shared, tuple) and len(shared) == 2
+                                           and all(isinstance(part, str) for part in shared)):
+            return False
+        self._value = shared  # type: ignore[assignment]
+        return True
+
+
+#: The environment variable that asks a new compile worker to compute the key once it is ready and report it.
+REPORT_ENV = "KERNELRULES_REPORT_TRITON_KEY"
+
+
+def own_key() -> SharedKey | None:
+    """This process's Triton installation and its key (a compile worker's report, computed in the worker while it
+    waits for its first job: the parent then needs no thread for it); None if it cannot be computed."""
+    try:
+        import triton
+        from triton.runtime import cache
+
+        return os.path.abspath(triton.__file__), cache.triton_key()
+    except Exception:  # noqa: BLE001 - nothing to report: each process computes its own
+        return None
 
 
 def install(shared: Any) -> bool:

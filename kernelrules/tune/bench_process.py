@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..compile.triton_key import install as install_triton_key
 from ..compile.workers import die_with_parent, watch_parent
@@ -103,17 +103,20 @@ class _Session:
         return harness_edge_signatures(self.runner, self.spec, settings.edge_probe_configs, settings.space_signature,
                                        lambda sizes: self.case(sizes, self.spec.seeds[0])[0])
 
-    def warm(self) -> None:
+    def warm(self, before_triton: Callable[[], None] | None = None) -> None:
         """Before the first request (the driver is still judging the space, on a GPU machine): the first trial's own
         set-up, done once here instead: every seed's and edge shape's inputs and references, the timing copies,
         Triton's source hash and its CUDA helper module. Each step on its own: a failure is left to the first
-        trial, which meets it again and reports it."""
+        trial, which meets it again and reports it. ``before_triton`` runs just before the hash (the worker takes
+        the driver's hash then, if it came: as late as possible, so it has had the longest to come)."""
         try:
             for sizes, seed in self.cases_to_check():
                 self.case(sizes, seed)
             self.sets_for_timing()
         except Exception:  # noqa: BLE001 - see above
             pass
+        if before_triton is not None:
+            before_triton()
         if not self.settings.interpret:
             self.warm_triton()
 
@@ -335,8 +338,10 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
     except BaseException as exc:  # noqa: BLE001 - the driver turns this into one clear error
         conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))
         return
-    early = take_early_messages(conn)  # the driver's Triton source hash, before the warm-up would compute it
-    session.warm()  # after "ready": a request sent meanwhile waits in the socket for what it would have done itself
+    early: list[tuple] = []  # messages read before the loop: a request sent while the worker warmed up
+    # after "ready": a request sent meanwhile waits in the socket for what it would have done itself; the driver's
+    # Triton source hash, if it came by then, is installed before the warm-up would compute its own
+    session.warm(before_triton=lambda: early.extend(take_early_messages(conn)))
     conn.send(("warmed", time.monotonic()))
     share_host_modules(settings, into_study=False)  # the CUDA helper, built by warm()
     from .feedback import context_lost

@@ -178,10 +178,11 @@ class Tuner:
         probes = [self.configs[0].to_dict(), self.configs[-1].to_dict()]
         return {"edge_probe_configs": probes, "space_signature": dict(self.space.signature)}
 
-    def _share_triton_key(self) -> None:
-        """Hand the benchmark workers the Triton source hash the gate's pool computed for its compile workers, as
-        soon as it is known (:meth:`BenchWorker.share_triton_key`); nothing under ``--interpret`` (no JIT)."""
-        shared = None if self.options.interpret else self.gate.triton_key()
+    def _share_triton_key(self, shared: tuple[str, str] | None = None) -> None:
+        """Hand the benchmark workers the Triton source hash the gate's first compile worker reported (called by the
+        pool as it reads it, while the probes compile; and again at two points of the start-up, in case the key
+        came another way), :meth:`BenchWorker.share_triton_key`; nothing under ``--interpret`` (no JIT)."""
+        shared = None if self.options.interpret else (shared or self.gate.triton_key())
         for worker in self.workers:
             worker.share_triton_key(shared)
 
@@ -266,7 +267,7 @@ class Tuner:
                              cache=cache, triton_cache_dir=None if o.interpret else self._triton_cache(),
                              edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
             if o.stage != "none":  # the raw space compiles nothing in the gate: no probes, no compiled stage
-                self.gate.start_compile_workers()
+                self.gate.start_compile_workers(on_triton_key=None if o.interpret else self._share_triton_key)
             self._mark("workers_started")
             self._open()
             self._mark("study_opened")

@@ -20,7 +20,7 @@ compile holds up no other candidate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..compile.cache import ResultCache
 from ..config import KernelConfig
@@ -132,9 +132,11 @@ class Gate:
         """The driver's Triton source hash, once its pool computed it (None before, and without compile workers)."""
         return self.pruner.pool.triton_key()
 
-    def start_compile_workers(self) -> None:
+    def start_compile_workers(self, on_triton_key: Callable[[tuple[str, str]], None] | None = None) -> None:
         """Start the pool's workers now, without waiting: each imports Triton while the caller opens the study,
-        instead of after it, when the probe compiles need them."""
+        instead of after it, when the probe compiles need them. The first one also reports Triton's source hash
+        once it is ready (:meth:`CompilePool.report_triton_key`), to ``on_triton_key`` too."""
+        self.pruner.pool.report_triton_key(on_triton_key)
         self.pruner.pool.start(self.pruner.pool.max_workers)
 
     def edge_jobs(self, config: KernelConfig) -> list[Any]:

@@ -61,3 +61,33 @@ def test_the_parent_computes_the_key_in_the_background_only_with_triton_imported
     idle = triton_key.ParentTritonKey()
     idle.start()
     assert idle.value is None  # nothing computed without Triton
+
+
+def test_a_pool_without_the_key_asks_its_first_worker_for_it_and_passes_it_on(tmp_path, monkeypatch):
+    """A pool whose process does not compute the key (``tune``'s driver has not imported Triton when its compile
+    workers start) asks its first worker to report it once ready: the callback gets it once, the pool sends it with
+    later jobs, and the compile's cache entries are those the worker's own key gives."""
+    real = (os.path.abspath(triton.__file__), triton_cache.triton_key())
+    monkeypatch.setattr(triton_key.ParentTritonKey, "start", lambda self: None)  # as without Triton imported
+    reported = []
+    spawned = []
+    with CompilePool(max_workers=2, cache=None) as pool:
+        original = pool._spawn
+
+        def spawn():
+            spawned.append(pool._key_reporter)  # whether this worker is asked to report
+            return original()
+
+        monkeypatch.setattr(pool, "_spawn", spawn)
+        pool.report_triton_key(reported.append)
+        pool.start(2)
+        [(_, result)] = list(pool.run([JOB], cache=None, triton_cache_dir=str(tmp_path / "shared")))
+        deadline = time.monotonic() + 60
+        while not reported and time.monotonic() < deadline:  # the report may come after the first job's answer
+            list(pool.run([], cache=None))
+            time.sleep(0.05)
+        assert result.ok, result.message
+        assert reported == [real] and pool.triton_key() == real
+        assert spawned == [True, False]  # one worker hashes, not every one
+    own = compile_into(tmp_path / "own", None, monkeypatch)
+    assert cache_entries(tmp_path / "shared") == own

@@ -414,3 +414,34 @@ def test_a_benchmark_worker_gets_the_drivers_triton_key_once_and_again_after_a_r
     while peers[0].poll(0.5):
         received.append(peers[0].recv())
     assert received == [worker.settings, ("triton_key", shared)]
+
+
+def test_the_driver_hands_the_reported_triton_key_to_its_benchmark_workers(tmp_path, monkeypatch):
+    """On a GPU (not under --interpret) the gate's first compile worker reports Triton's source hash to the driver,
+    which passes it to every benchmark worker as the pool reads it; under --interpret nothing is asked for."""
+    callbacks = []
+    received = []
+
+    class FakeWorker:
+        info = None
+
+        def share_triton_key(self, shared):
+            received.append(shared)
+
+        def kill(self):
+            pass
+
+    def record(gate, on_triton_key=None):
+        callbacks.append(on_triton_key)
+        raise KernelrulesError("stop here", path="space.yaml")
+
+    monkeypatch.setattr(Tuner, "_start_workers", lambda tuner: [FakeWorker(), FakeWorker()])
+    monkeypatch.setattr(Gate, "start_compile_workers", record)
+    for interpret in (False, True):
+        with pytest.raises(KernelrulesError, match="stop here"):
+            tune(SMALL, arch="hopper", interpret=interpret, trials=1, storage=str(tmp_path / f"{interpret}.db"),
+                 cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1)
+    on_gpu, interpreted = callbacks
+    assert interpreted is None and callable(on_gpu)
+    on_gpu(("/site/triton/__init__.py", "abc"))
+    assert received == [("/site/triton/__init__.py", "abc")] * 2
