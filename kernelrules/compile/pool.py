@@ -269,6 +269,27 @@ class CompilePool:
         self._collect_ahead()
         self._fill_workers([], self.triton_cache_dir)
 
+    def compile_now(self, jobs: Iterable[CompileJob]) -> int:
+        """Start ``jobs`` ahead at once, one per idle worker, ready or not (a job sent to a starting worker waits in
+        its pipe, and its time limit starts when the worker is ready): compiles a caller will ask for after other
+        work of its own (``tune``'s probe compiles, while its study opens). Their results go into the pool's
+        cache, where the caller's :meth:`run` finds them or waits for them. Jobs answered by the cache or running
+        already are skipped. How many started."""
+        if not self.owned() or self.cache is None:
+            return 0
+        idle = [w for w in self._workers if w.job is None]
+        started = 0
+        for job in jobs:
+            if not idle:
+                break
+            answered, key = self._answer_early(job, self.cache, self.triton_cache_dir)
+            if answered is not None or key is None or self._ahead.is_running(key) or key in self._keys.values():
+                continue
+            self._ahead.start_now(job, key)
+            self._dispatch(idle.pop(0), job, key, self.triton_cache_dir)
+            started += 1
+        return started
+
     def _pull_ahead(self) -> None:
         """Queue one more job to compile ahead when a worker could take it and none is queued."""
         if self._ahead_source is None or self._ahead.queued:
@@ -524,6 +545,8 @@ class CompilePool:
         self._keys[self._next_id] = key
         limit = self._limit(job)
         worker.dispatched = time.monotonic()
+        if not worker.process.ready:  # it reads the job once Triton is imported: its limit starts then (_read)
+            limit += STARTUP_TIMEOUT
         worker.process.arm(limit, now=worker.dispatched)
         try:
             write_all(worker.proc.stdin.fileno(), message)  # type: ignore[union-attr]
@@ -565,6 +588,9 @@ class CompilePool:
             if tag == READY:
                 worker.process.ready = True
                 self._start_failures = 0
+                if worker.job is not None:  # sent before it was ready (compile_now): its clock starts now
+                    worker.dispatched = time.monotonic()
+                    worker.process.arm(self._limit(worker.job), now=worker.dispatched)
             elif tag == TRITON_KEY:
                 if self._triton_key.adopt(value) and self.on_triton_key is not None:
                     self.on_triton_key(value)

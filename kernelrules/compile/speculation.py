@@ -55,6 +55,11 @@ class Speculation:
         """Whether one more job may start ahead now."""
         return bool(self.queued) and len(set(self.running.values()) - self.claimed) < self.limit
 
+    def start_now(self, job: CompileJob, key: str) -> None:
+        """Count ``job`` as running ahead at once, outside the queue (:meth:`CompilePool.compile_now`)."""
+        self.queued.pop(key, None)
+        self.running[id(job)] = key
+
     def start_next(self) -> tuple[CompileJob, str]:
         """Take the oldest queued job and count it as running."""
         key = next(iter(self.queued))

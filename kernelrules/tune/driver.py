@@ -269,6 +269,9 @@ class Tuner:
             if o.stage != "none":  # the raw space compiles nothing in the gate: no probes, no compiled stage
                 self.gate.start_compile_workers(on_triton_key=None if o.interpret else self._share_triton_key)
             self._mark("workers_started")
+            if o.stage != "none":  # compiled by the workers while the study opens; the judging takes their results
+                self.gate.start_probes(self.configs)
+                self._mark("probes_sent")
             self._open()
             self._mark("study_opened")
             self._share_triton_key()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from ..compile.cache import ResultCache
 from ..config import KernelConfig
 from ..judge.facts import compiled_facts
-from ..judge.pipeline import ConfigJudge, check_target
+from ..judge.pipeline import PROBE_TIMEOUT, ConfigJudge, check_target
 from ..compile.target import KernelTarget
 from ..space import Space
 from .problem import scalar_problem
@@ -127,6 +127,17 @@ class Gate:
     def plain_survivors(self, configs: Sequence[KernelConfig]) -> list[KernelConfig]:
         """The configs no config-stage rule rejects without predictions (no probe compile needed)."""
         return self.pruner.plain_survivors(list(configs), self.arch)
+
+    def start_probes(self, configs: Sequence[KernelConfig]) -> int:
+        """Send the resource model's first probe compiles (:func:`~kernelrules.predict.resource_model.choose_probes`
+        over the configs no plain rule rejects, the ones :meth:`prejudge` compiles first) to the compile workers now,
+        ready or not (:meth:`CompilePool.compile_now`), so they compile while the caller opens the study; the
+        judging then takes their results from the pool. How many were sent."""
+        from ..predict.resource_model import choose_probes
+
+        probes = choose_probes(self.plain_survivors(configs))
+        limit = min(self.pruner.timeout, PROBE_TIMEOUT)
+        return self.pruner.pool.compile_now([self.pruner.compile_job(c, self.arch, limit) for c in probes])
 
     def triton_key(self) -> tuple[str, str] | None:
         """The driver's Triton source hash, once its pool computed it (None before, and without compile workers)."""

@@ -173,3 +173,26 @@ def test_a_caller_that_stops_early_loses_no_answer_of_a_compile_ahead(kernel_fil
         break
     assert not pool._ahead.is_running("key-64") and set(cache.stored) == {"key-64", "key-128"}
     pool.close()
+
+
+# --------------------------------------------------------------------------- compile_now
+
+
+def test_compile_now_sends_jobs_to_starting_workers_and_the_later_run_takes_their_results(tmp_path, kernel_file):
+    """``tune`` sends its probe compiles while its compile workers still import Triton, then opens its study: each
+    job waits in a starting worker's pipe, its time limit starting when the worker is ready, and the run that asks
+    for the same jobs later compiles nothing again."""
+    with CompilePool(max_workers=2, timeout=30, cache=ResultCache(tmp_path / "cache")) as pool:
+        counts = counting(pool)
+        pool.start(2)
+        assert not any(w.process.ready for w in pool._workers)  # just started: importing Triton
+        first = [job(kernel_file, 32), job(kernel_file, 64), job(kernel_file, 128)]
+        assert pool.compile_now(first) == 2  # one per idle worker; the third is left to the run
+        limits = [w.process.deadline - w.dispatched for w in pool._workers]
+        assert all(limit > 30 for limit in limits)  # not ready: the start-up's time on top of the job's
+        asked = [job(kernel_file, 32), job(kernel_file, 64), job(kernel_file, 128)]
+        results = dict((j.constexprs["BLOCK"], r) for j, r in pool.run(asked))
+        assert all(r.ok for r in results.values()) and set(results) == {32, 64, 128}
+        assert counts["ahead"] == 2 and counts["asked"] == 1  # 32 and 64 compiled once, ahead; 128 when asked
+        assert counts[32] == counts[64] == counts[128] == 1
+        assert pool.compile_now([job(kernel_file, 32)]) == 0  # in the cache now: nothing to send

@@ -46,7 +46,8 @@ def test_every_config_of_the_space_is_accounted_for(run):
 
 def test_the_summary_says_when_each_startup_step_ended_and_a_trial_where_its_time_went(run):
     _folder, result = run
-    steps = ["workers_started_s", "storage_opened_s", "study_opened_s", "space_judged_s", "seeded_s", "workers_ready_s"]
+    steps = ["workers_started_s", "probes_sent_s", "storage_opened_s", "study_opened_s", "space_judged_s", "seeded_s",
+             "workers_ready_s"]
     startup = result.summary["startup"]
     assert list(startup) == steps
     assert all(0 <= startup[a] <= startup[b] for a, b in zip(steps, steps[1:]))

@@ -445,3 +445,27 @@ def test_the_driver_hands_the_reported_triton_key_to_its_benchmark_workers(tmp_p
     assert interpreted is None and callable(on_gpu)
     on_gpu(("/site/triton/__init__.py", "abc"))
     assert received == [("/site/triton/__init__.py", "abc")] * 2
+
+
+def test_the_probe_compiles_are_sent_before_the_study_opens_and_compiled_once(tmp_path, monkeypatch):
+    """The resource model's first probes go to the compile workers before the study opens (they compile while it
+    opens); the judging then takes their results instead of compiling them again."""
+    from kernelrules.judge.pipeline import PROBE_TIMEOUT
+
+    dispatched = []
+    original = CompilePool._dispatch
+
+    def spy(pool, worker, job, key, shared_dir=None):
+        dispatched.append((job.timeout, key, pool._ahead.owns(job), worker.process.ready))
+        return original(pool, worker, job, key, shared_dir)
+
+    monkeypatch.setattr(CompilePool, "_dispatch", spy)
+    result = tune(SMALL, arch="hopper", interpret=True, trials=1, storage=str(tmp_path / "study.db"),
+                  stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2)
+    startup = result.summary["startup"]
+    assert startup["workers_started_s"] <= startup["probes_sent_s"] <= startup["storage_opened_s"]
+    probes = [d for d in dispatched if d[0] == PROBE_TIMEOUT]
+    ahead = [d for d in probes if d[2]]
+    assert len(ahead) >= 2 and probes[:len(ahead)] == ahead  # the first probes, sent ahead (later ones: Hopper's
+    assert not ahead[0][3]  # other MMA path, asked by the judging); the first went to a worker still starting
+    assert len({key for _t, key, _a, _r in probes}) == len(probes)  # none compiled twice
