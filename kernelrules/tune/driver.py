@@ -34,6 +34,7 @@ study's opening. The options, candidates, result and perf-model seeds are in :mo
 from __future__ import annotations
 
 import collections
+import threading
 import time
 from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
@@ -181,7 +182,10 @@ class Tuner:
     def _share_triton_key(self, shared: tuple[str, str] | None = None) -> None:
         """Hand the benchmark workers the Triton source hash the gate's first compile worker reported (called by the
         pool as it reads it, while the probes compile; and again at two points of the start-up, in case the key
-        came another way), :meth:`BenchWorker.share_triton_key`; nothing under ``--interpret`` (no JIT)."""
+        came another way), :meth:`BenchWorker.share_triton_key`; nothing under ``--interpret`` (no JIT), and nothing
+        from another thread (a key read by the compile stream's thread: sending there would race the loop's sends)."""
+        if threading.get_ident() != self._run_thread:  # the compile stream's thread: the loop owns the connections
+            return
         shared = None if self.options.interpret else (shared or self.gate.triton_key())
         for worker in self.workers:
             worker.share_triton_key(shared)
@@ -254,6 +258,7 @@ class Tuner:
         from ..compile.specialize import hide_torch_from_specializer
 
         hide_torch_from_specializer()  # the driver launches nothing (its workers do): spare torch's import
+        self._run_thread = threading.get_ident()  # the one that talks to the benchmark workers
 
         workers: list = []
         stream = None  # the compiled stage's compile stream, once the space is judged (it then runs the pool)

@@ -443,6 +443,10 @@ def test_the_driver_hands_the_reported_triton_key_to_its_benchmark_workers(tmp_p
                  cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1)
     on_gpu, interpreted = callbacks
     assert interpreted is None and callable(on_gpu)
+    other = threading.Thread(target=on_gpu, args=(("/site/triton/__init__.py", "abc"),))
+    other.start()
+    other.join()
+    assert received == []  # read by another thread (the compile stream's): the loop's connections are not its own
     on_gpu(("/site/triton/__init__.py", "abc"))
     assert received == [("/site/triton/__init__.py", "abc")] * 2
 
