@@ -323,6 +323,8 @@ def _reproduce(w) -> None:
       "the sweep's best; writes $OUT/suite-live.tgz")
     w("METHOD=tpe-raw bash benchmarks/suite_live_device.sh 540 120 ...  # the same with TPE on the raw space "
       "(tpe-raw-*.json; compare: benchmarks/suite_live_vs_tpe.py)")
+    w("KR_COMMIT=<commit> bash benchmarks/suite_live_pairs.sh 540 40 90 ...  # both, back to back per problem in "
+      "one call (like for like); writes $OUT/suite-pairs.tgz")
     w("```")
     w("")
     w("Then here (no GPU):")

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A like-for-like live series: per problem, `kernelrules tune` and TPE on the raw space back to back on one GPU machine.
+#
+#   KR_COMMIT=<commit> bash benchmarks/suite_live_pairs.sh UNTIL_SECONDS KR_BUDGET TPE_BUDGET FAMILY/SHAPE=TARGET_MS ...
+#
+# The two series of docs/suite.md's TPE comparison ran in different device calls, on different machines of the same
+# kind; the same code's start-up differed by 2.2 s between two such machines (benchmarks/results/suite/
+# ab-95a1e40-0b09095). Here both sides of each problem run in the same call, so the ratio compares like with like.
+# Carry [".suite-new"] (its wheels, .suite-new/.whl). Installs the dependencies and the working tree into
+# .suite-work/site, warms the machine once (torch on the GPU, Triton's import) so no run is the machine's first, then,
+# while KR_BUDGET + TPE_BUDGET + 60 s are left of UNTIL_SECONDS, runs benchmarks/suite_live_tune.sh for each
+# problem with METHOD=kernelrules and METHOD=tpe-raw, the first of the two alternating from one problem to the next.
+# Every run's JSON goes into $OUT/suite-pairs.tgz (live-<problem>.json, tpe-raw-<problem>.json). Afterwards, here:
+#   mkdir -p benchmarks/results/suite/pairs-<commit> && tar xzf suite-pairs.tgz -C benchmarks/results/suite/pairs-<commit>
+#   python benchmarks/suite_live_vs_tpe.py benchmarks/results/suite/pairs-<commit> benchmarks/results/suite/pairs-<commit> --table
+set -u
+until=$(( $(date +%s) + $1 )); kr_budget=$2; tpe_budget=$3; shift 3
+site=$PWD/.suite-work/site
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-build-isolation --upgrade --target "$site" \
+  .suite-new/.whl/*.whl . || exit 1
+ln -sfn "$PWD/.suite-new/.whl" .whl
+PYTHONPATH=$site python3 -c "import torch, triton; torch.zeros(1, device='cuda'); torch.cuda.synchronize()" || exit 1
+packed=$PWD/.suite-work/pairs-out
+rm -rf "$packed" && mkdir -p "$packed"
+index=0
+for item in "$@"; do
+  left=$(( until - $(date +%s) ))
+  if [ "$left" -lt $(( kr_budget + tpe_budget + 60 )) ]; then echo "stopped before $item: ${left} s left"; break; fi
+  if [ $(( index % 2 )) -eq 0 ]; then order="kernelrules tpe-raw"; else order="tpe-raw kernelrules"; fi
+  for method in $order; do
+    budget=$kr_budget; [ "$method" = tpe-raw ] && budget=$tpe_budget
+    echo "== $method $item"
+    METHOD=$method OUT=$packed bash benchmarks/suite_live_tune.sh "$budget" "$item"
+  done
+  index=$(( index + 1 ))
+done
+mkdir -p "$OUT"
+tar czf "$OUT/suite-pairs.tgz" -C "$packed" .
+ls -la "$packed"
