@@ -105,20 +105,35 @@ class _Session:
 
     def warm(self, before_triton: Callable[[], None] | None = None) -> None:
         """Before the first request (the driver is still judging the space, on a GPU machine): the first trial's own
-        set-up, done once here instead: every seed's and edge shape's inputs and references, the timing copies,
-        Triton's source hash and its CUDA helper module. Each step on its own: a failure is left to the first
+        set-up, done once here instead: every seed's and edge shape's inputs and references, the timing copies, a
+        comparison against the reference, Triton's source hash and its CUDA helper module. Each step on its own: a failure is left to the first
         trial, which meets it again and reports it. ``before_triton`` runs just before the hash (the worker takes
         the driver's hash then, if it came: as late as possible, so it has had the longest to come)."""
         try:
             for sizes, seed in self.cases_to_check():
                 self.case(sizes, seed)
             self.sets_for_timing()
+            self.warm_comparison()
         except Exception:  # noqa: BLE001 - see above
             pass
         if before_triton is not None:
             before_triton()
         if not self.settings.interpret:
             self.warm_triton()
+
+    def warm_comparison(self) -> None:
+        """The first comparison against a reference loads the torch kernels it uses (0.13-0.18 s of the first
+        trial's check on the H200, ``benchmarks/first_trial_profile.py``): made here once per output, on the
+        reference itself rounded to the output's dtype (a passing comparison takes every step a config's does)."""
+        from .correctness import compare, tolerance_for
+
+        tensors, ref64, lowp = self.case(self.spec.sizes, self.spec.seeds[0])
+        rtol, atol = tolerance_for(self.spec.precision_dtype(), self.spec.tolerance)
+        for name in self.runner.outputs:
+            if name in ref64 and name in tensors:
+                compare(name, ref64[name].to(tensors[name].dtype), ref64[name], rtol=rtol, atol=atol,
+                        floor=lowp.get(name))
+        self.sync()
 
     @staticmethod
     def warm_triton() -> None:

@@ -176,20 +176,33 @@ def test_an_error_while_the_study_opens_leaves_no_compile_worker(tmp_path):
         time.sleep(0.5)
 
 
-def test_a_worker_warms_every_check_case_and_the_timing_sets_before_its_first_request():
+def test_a_worker_warms_every_check_case_and_the_timing_sets_before_its_first_request(monkeypatch):
     """bench_process._Session.warm: after "ready", the inputs and references of every seed and edge shape a check
-    uses, and the timing copies, exist before any config is asked for (the first trial no longer builds them)."""
+    uses, and the timing copies, exist before any config is asked for (the first trial no longer builds them), and
+    each output was compared once with its reference (torch's comparison kernels loaded)."""
     from kernelrules.space import load_space
     from kernelrules.tune.bench_process import _Session
     from kernelrules.tune.problem import load_problem
     from kernelrules.tune.worker import WorkerSettings
 
     spec = load_problem(load_space(SMALL))
+    from kernelrules.tune import correctness
+
     session = _Session(WorkerSettings(spec=spec, interpret=True), conn=None)
     expected = {(tuple(sorted(sizes.items())), seed) for sizes, seed in session.cases_to_check()}
     assert len(expected) == len(spec.seeds) + len(spec.edge_sizes) > 1
     assert session.cases == {} and session.timing_sets is None
+    compared = []
+    original = correctness.compare
+
+    def spy(name, out, ref64, **kwargs):
+        result = original(name, out, ref64, **kwargs)
+        compared.append((name, out.dtype == session.cases[next(iter(session.cases))][0][name].dtype, result["ok"]))
+        return result
+
+    monkeypatch.setattr(correctness, "compare", spy)
     session.warm()
+    assert compared == [(name, True, True) for name in session.runner.outputs]  # once per output, a passing one
     assert set(session.cases) == expected
     assert session.timing_sets and session.timing_sets[0] is session.cases[(tuple(sorted(spec.sizes.items())),
                                                                            spec.seeds[0])][0]
