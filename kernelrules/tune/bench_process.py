@@ -184,7 +184,7 @@ class _Session:
     def evaluate(self, config: dict) -> dict:
         from .correctness import compare, tolerance_for
         from .feedback import classify_exception, summary
-        from .launch import poison_outputs
+        from .launch import launch_facts, poison_outputs
 
         result: dict[str, Any] = {"status": "ok"}
         phase = "compile"
@@ -221,7 +221,7 @@ class _Session:
                         return result
             result["checks"] = [{k: c.get(k) for k in ("output", "seed", "sizes", "max_abs_error", "rounding_floor",
                                                        "launch_s")} for c in checks]
-            result["launch_facts"] = _launch_facts(compiled)
+            result["launch_facts"] = launch_facts(compiled)
             phase = "time"
             self.phase("time")
             seconds["check"] = round(time.perf_counter() - start, 3)
@@ -268,21 +268,6 @@ class _Session:
             return {"status": "ok", "timing": timing.to_json()}
         except BaseException as exc:  # noqa: BLE001
             return {"status": "launch_error", "error": f"{type(exc).__name__}: {exc}"[:300]}
-
-
-def _launch_facts(compiled: Any) -> dict[str, Any]:
-    """Registers, spills and shared memory of the kernel the launch used (GPU only)."""
-    if compiled is None:
-        return {}
-    facts = {}
-    for key, attr in (("registers", "n_regs"), ("spills", "n_spills")):
-        value = getattr(compiled, attr, None)
-        if isinstance(value, int):
-            facts[key] = value
-    shared = getattr(getattr(compiled, "metadata", None), "shared", None)
-    if isinstance(shared, int):
-        facts["shared_bytes"] = shared
-    return facts
 
 
 def share_host_modules(settings: WorkerSettings, *, into_study: bool) -> int:

@@ -335,3 +335,18 @@ def poison_outputs(runner: Any, tensors: Mapping[str, Any]) -> None:
     for name in runner.outputs:
         if restore is None or not restore(tensors[name]):
             poison(tensors[name])
+
+
+def launch_facts(compiled: Any) -> dict[str, Any]:
+    """Registers, spills and shared memory of the kernel the launch used (GPU only)."""
+    if compiled is None:
+        return {}
+    facts = {}
+    for key, attr in (("registers", "n_regs"), ("spills", "n_spills")):
+        value = getattr(compiled, attr, None)
+        if isinstance(value, int):
+            facts[key] = value
+    shared = getattr(getattr(compiled, "metadata", None), "shared", None)
+    if isinstance(shared, int):
+        facts["shared_bytes"] = shared
+    return facts
