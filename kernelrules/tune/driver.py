@@ -214,6 +214,14 @@ class Tuner:
         judgement = self.gate.at_config_stage(config)
         return judgement.passed and not predicted_to_spill(judgement)
 
+    def _send_probes(self) -> None:
+        """The resource model's first probe compiles, sent before the study opens (:meth:`Gate.start_probes`); a
+        kernel they cannot be made for is left to the judging, which meets the same problem and reports it."""
+        try:
+            self.gate.start_probes(self.configs)
+        except Exception:  # noqa: BLE001 - an optimisation only: the judging reports what is wrong
+            pass
+
     def _compile_first_guesses(self) -> None:
         """A new study's first seeds, guessed from the configs' values, compile while the probes run
         (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers)."""
@@ -275,7 +283,7 @@ class Tuner:
                 self.gate.start_compile_workers(on_triton_key=None if o.interpret else self._share_triton_key)
             self._mark("workers_started")
             if o.stage != "none":  # compiled by the workers while the study opens; the judging takes their results
-                self.gate.start_probes(self.configs)
+                self._send_probes()
                 self._mark("probes_sent")
             self._open()
             self._mark("study_opened")

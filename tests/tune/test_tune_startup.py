@@ -486,3 +486,21 @@ def test_the_probe_compiles_are_sent_before_the_study_opens_and_compiled_once(tm
     assert len(ahead) >= 2 and probes[:len(ahead)] == ahead  # the first probes, sent ahead (later ones: Hopper's
     assert not ahead[0][3]  # other MMA path, asked by the judging); the first went to a worker still starting
     assert len({key for _t, key, _a, _r in probes}) == len(probes)  # none compiled twice
+
+
+def test_probes_that_cannot_be_sent_early_are_left_to_the_judging(tmp_path, monkeypatch):
+    """Sending the probes before the study opens is an optimisation: a failure there (here, the plain rules raise
+    once) leaves the probes to the judging, and the run goes on as before."""
+    calls = []
+    original = Gate.plain_survivors
+
+    def fails_first(gate, configs):
+        calls.append(len(calls))
+        if len(calls) == 1:
+            raise RuntimeError("not now")
+        return original(gate, configs)
+
+    monkeypatch.setattr(Gate, "plain_survivors", fails_first)
+    result = tune(SMALL, arch="hopper", interpret=True, trials=1, storage=str(tmp_path / "study.db"),
+                  stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2)
+    assert calls and any(r["status"] in ("better", "slower") for r in result.records)
