@@ -206,8 +206,9 @@ class CompilePool:
         self._key_reporter = True
 
     def triton_key(self) -> tuple[str, str] | None:
-        """This process's Triton source hash with its installation, once the background thread computed it (never
-        waits; :mod:`kernelrules.compile.triton_key`): what the compile workers get, for others to share too."""
+        """Triton's source hash with its installation, once known (never waits): computed by this process's
+        background thread, or reported by a worker (:meth:`report_triton_key`); what the compile workers get with
+        their jobs, for others to share too (:mod:`kernelrules.compile.triton_key`)."""
         return self._triton_key.value
 
     def owned(self) -> bool:

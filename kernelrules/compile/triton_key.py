@@ -32,8 +32,9 @@ class ParentTritonKey:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Begin computing, once, if this process has imported Triton (never imports it for this)."""
-        if self._thread is not None or "triton" not in sys.modules:
+        """Begin computing, once, if this process has imported Triton (never imports it for this) and no worker
+        has reported the key already (:meth:`adopt`: a pool that restarts a worker later has it)."""
+        if self._thread is not None or self._value is not None or "triton" not in sys.modules:
             return
         self._thread = threading.Thread(target=self._compute, name="kernelrules-triton-key", daemon=True)
         self._thread.start()

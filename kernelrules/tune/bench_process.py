@@ -106,9 +106,10 @@ class _Session:
     def warm(self, before_triton: Callable[[], None] | None = None) -> None:
         """Before the first request (the driver is still judging the space, on a GPU machine): the first trial's own
         set-up, done once here instead: every seed's and edge shape's inputs and references, the timing copies, a
-        comparison against the reference, Triton's source hash and its CUDA helper module. Each step on its own: a failure is left to the first
-        trial, which meets it again and reports it. ``before_triton`` runs just before the hash (the worker takes
-        the driver's hash then, if it came: as late as possible, so it has had the longest to come)."""
+        comparison against the reference, Triton's source hash and its CUDA helper module. Each step on its own: a
+        failure is left to the first trial, which meets it again and reports it. ``before_triton`` runs just before
+        the hash (the worker takes the driver's hash then, if it came: as late as possible, so it has had the
+        longest to come)."""
         try:
             for sizes, seed in self.cases_to_check():
                 self.case(sizes, seed)

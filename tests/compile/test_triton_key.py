@@ -61,6 +61,11 @@ def test_the_parent_computes_the_key_in_the_background_only_with_triton_imported
     idle = triton_key.ParentTritonKey()
     idle.start()
     assert idle.value is None  # nothing computed without Triton
+    monkeypatch.setitem(sys.modules, "triton", triton)
+    reported = triton_key.ParentTritonKey()
+    assert reported.adopt(("/site/triton/__init__.py", "abc"))
+    reported.start()  # a worker restarted after the key came: nothing to compute again, no thread
+    assert not reported.started and reported.value == ("/site/triton/__init__.py", "abc")
 
 
 def test_a_pool_without_the_key_asks_its_first_worker_for_it_and_passes_it_on(tmp_path, monkeypatch):
