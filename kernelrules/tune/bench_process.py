@@ -106,10 +106,10 @@ class _Session:
     def warm(self, before_triton: Callable[[], None] | None = None) -> None:
         """Before the first request (the driver is still judging the space, on a GPU machine): the first trial's own
         set-up, done once here instead: every seed's and edge shape's inputs and references, the timing copies, a
-        comparison against the reference, Triton's source hash and its CUDA helper module. Each step on its own: a
-        failure is left to the first trial, which meets it again and reports it. ``before_triton`` runs just before
-        the hash (the worker takes the driver's hash then, if it came: as late as possible, so it has had the
-        longest to come)."""
+        comparison against the reference, Triton's source hash, its CUDA helper module and its first specialization
+        of a tensor argument (:mod:`.jit_warmup`). Each step on its own: a failure is left to the first trial, which
+        meets it again and reports it. ``before_triton`` runs just before the hash (the worker takes the driver's
+        hash then, if it came: as late as possible, so it has had the longest to come)."""
         try:
             for sizes, seed in self.cases_to_check():
                 self.case(sizes, seed)
@@ -120,7 +120,11 @@ class _Session:
         if before_triton is not None:
             before_triton()
         if not self.settings.interpret:
-            self.warm_triton()
+            from .jit_warmup import warm_specializer, warm_triton
+
+            warm_triton()
+            if self.cases:
+                warm_specializer(next(iter(self.cases.values()))[0].values())
 
     def warm_comparison(self) -> None:
         """The first comparison against a reference loads the torch kernels it uses (0.13-0.18 s of the first
@@ -135,24 +139,6 @@ class _Session:
                 compare(name, ref64[name].to(tensors[name].dtype), ref64[name], rtol=rtol, atol=atol,
                         floor=lowp.get(name))
         self.sync()
-
-    @staticmethod
-    def warm_triton() -> None:
-        """What the first JIT launch of any config computes once per process: the hash of Triton's sources and
-        ``libtriton`` (``triton_key``, the start of every cache key: over 400 MB read in Triton 3.6) and the CUDA
-        helper module (a C module, built on first use)."""
-        try:
-            from triton.runtime import cache
-
-            cache.triton_key()
-        except Exception:  # noqa: BLE001 - an older Triton, or none: the first launch computes what it needs
-            pass
-        try:
-            from triton.runtime import driver
-
-            driver.active.utils  # noqa: B018 - built on first use
-        except Exception:  # noqa: BLE001 - no GPU: the first trial reports it
-            pass
 
     def cases_to_check(self) -> list[tuple[dict, int]]:
         """The (sizes, seed) cases a config is checked on: every seed at the problem's sizes, then the edge shapes."""

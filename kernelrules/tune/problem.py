@@ -31,11 +31,12 @@ nothing here imports torch or the user's code.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ..space import Space, SpaceFileError
-from ..yamlio import load_file
 from ..expr import safeexpr
+
+if TYPE_CHECKING:  # loaded by load_problem only: the benchmark worker unpickles a ProblemSpec without them
+    from ..space import Space
 
 #: Keys of the problem section that describe how to run the kernel (the rest are sizes or values).
 TUNE_KEYS = ("inputs", "outputs", "args", "grid", "reference", "baseline", "flops", "bytes", "edge_sizes", "seeds",
@@ -169,6 +170,9 @@ def _todo_fields(value: Any, path: tuple = ()) -> list[tuple]:
 
 def load_problem(space: Space) -> ProblemSpec:
     """Validate the problem section of a loaded space for tuning; errors name the file, line and key."""
+    from ..space import SpaceFileError
+    from ..yamlio import load_file
+
     doc = load_file(space.path, error=SpaceFileError)
 
     def error_at(*path: Any):

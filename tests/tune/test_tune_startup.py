@@ -230,6 +230,75 @@ def test_a_gpu_worker_warms_tritons_source_hash_even_when_its_inputs_cannot_be_b
     assert calls == ["key"]
 
 
+def test_a_gpu_worker_warms_tritons_first_specialization_on_a_problem_tensor(monkeypatch):
+    """warm() specializes one of the problem's tensors as the first launch would (jit_warmup.warm_specializer), after
+    the hash; under the interpreter it does neither."""
+    import dataclasses
+
+    from triton.runtime import cache, jit
+
+    from kernelrules.space import load_space
+    from kernelrules.tune.bench_process import _Session
+    from kernelrules.tune.problem import load_problem
+    from kernelrules.tune.worker import WorkerSettings
+
+    calls = []
+    monkeypatch.setattr(cache, "triton_key", lambda: calls.append("key") or "k")
+    monkeypatch.setattr(jit, "mangle_type", lambda arg, specialize=False: calls.append(("mangle", arg)) or "*fp32")
+    session = _Session(WorkerSettings(spec=load_problem(load_space(SMALL)), interpret=True), conn=None)
+    session.warm()
+    assert calls == []  # interpreted: no JIT
+    session.settings = dataclasses.replace(session.settings, interpret=False)  # the CPU tensors stand in for CUDA ones
+    session.warm()
+    assert calls[0] == "key" and len(calls) == 2
+    tensors = session.cases[(tuple(sorted(session.spec.sizes.items())), session.spec.seeds[0])][0]
+    assert any(calls[1][1] is t for t in tensors.values())
+
+
+def test_the_specializer_warm_up_loads_what_tritons_first_launch_imports():
+    """In Triton 3.6 the first specialization of a tensor argument imports the gluon modules (0.09-0.13 s of the
+    first trial's check on the H200): warm_specializer does that import, in a fresh process, and says so; a list
+    with no tensor specializes nothing."""
+    from kernelrules.tune.jit_warmup import warm_specializer
+
+    assert warm_specializer([1, "a", None]) is False
+    code = ("import sys, torch; from kernelrules.tune.jit_warmup import warm_specializer; "
+            "before = 'triton.experimental.gluon' in sys.modules; done = warm_specializer([3, torch.zeros(4)]); "
+            "print(before, done, 'triton.experimental.gluon' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["False", "True", "True"], out.stderr[-2000:]
+
+
+def test_a_benchmark_worker_starts_without_the_rule_language_the_schema_or_yaml():
+    """The worker's chain to its first timing starts with its own imports, before torch's: its module and the
+    settings it unpickles (a ProblemSpec) load no lark, jsonschema, YAML or space loader (0.23 s -> 0.08 s of imports
+    on a 2-core CPU); the problem's argument expressions need only safeexpr."""
+    import pickle
+
+    from kernelrules.space import load_space
+    from kernelrules.tune.problem import load_problem
+    from kernelrules.tune.worker import WorkerSettings
+
+    blob = pickle.dumps(WorkerSettings(spec=load_problem(load_space(SMALL)), interpret=True))
+    code = ("import pickle, sys; import kernelrules.tune.bench_process; settings = pickle.loads(sys.stdin.buffer.read()); "
+            "from kernelrules.expr import safeexpr; "
+            "print(settings.spec.kernel_name, *[m for m in ('lark', 'jsonschema', 'yaml', 'kernelrules.space', "
+            "'kernelrules.expr.parser', 'optuna', 'torch') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, timeout=120)
+    assert out.stdout.decode().split() == [load_problem(load_space(SMALL)).kernel_name], out.stderr.decode()[-2000:]
+
+
+def test_the_rule_language_names_still_import_from_the_package():
+    """kernelrules.expr loads its parser and compiler on first use; every public name is still there."""
+    import kernelrules.expr as expr
+
+    for name in expr.__all__:
+        assert getattr(expr, name) is not None
+    assert expr.compile_expr(expr.parse("a + 1"))({"a": 2}) == 3
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        expr.nope  # noqa: B018
+
+
 def test_first_guesses_leave_the_probes_their_workers_and_need_two_spare():
     assert guess_budget(6, 16, 8) == (8, 14)
     assert guess_budget(6, 5, 8) == (3, 3)
