@@ -1,6 +1,7 @@
 """Replay tuning strategies on the suite's measured per-config costs: time to a config within 2% of the best.
 
     python benchmarks/suite_replay.py [--seeds 5] [--families gemm,softmax] [--sweep-truth] [--out PATH]
+        [--model-seeds N] [--held-out benchmarks/results/perf_model_fit.json]
 
 Every strategy proposes configs of a problem's space one at a time; a proposal costs
 what the GPU measured for that config, charged on one clock (no parallelism,
@@ -24,10 +25,14 @@ Strategies (Optuna 4, seeded; the median over ``--seeds`` seeds):
   the choice known only at the end (its time is the whole sweep's cost);
 * ``random``: configs in a random order, raw space;
 * ``tpe``: Optuna's multivariate TPE on the raw space (launch failures infeasible);
-* ``kernelrules``: what ``kernelrules tune`` does: the perf model's 8 best configs that
+* ``kernelrules``: what ``kernelrules tune`` does: the perf model's best configs (``model_seeds``, 16) that
   pass the config stage first, then Sobol points and multivariate TPE (its ``auto``
   sampler, deduplicated as tune's is: no config proposed twice) through the rules gate
   (config stage, then compiled stage).
+
+The perf model ranks with the committed constants, fitted on every family (in sample); ``--held-out`` ranks each
+problem the general model judges with the constants fitted without its family instead (the matmul model has no
+fitted constants). ``--model-seeds`` replays another seed count than ``tune``'s default.
 
 A repeated proposal costs nothing and is not counted; a strategy stops at the first
 timed config within 2% of the best, or after ``3 x`` the space's size in proposals
@@ -49,10 +54,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import suite_truth  # noqa: E402  (the sweep's records, held times where re-timed)
 from suite_report import RESULTS, good, key, load  # noqa: E402
+from kernelrules.tune.options import TuneOptions  # noqa: E402
 
 BENCH_FIXED_S = 0.15
 BENCH_RUNS = 30
-MODEL_SEEDS = 8
+MODEL_SEEDS = TuneOptions().model_seeds  # tune's default
 STARTUP_TRIALS = 12
 STRATEGIES = ("autotune", "random", "tpe", "kernelrules")
 
@@ -170,6 +176,12 @@ def tpe(costs: Costs, space, seed: int) -> float | None:
     return _optuna_loop(costs, space, sampler, gate=False, seeds=[])
 
 
+def set_model_seeds(count: int) -> None:
+    """Replay kernelrules with ``count`` perf-model seeds (tune's ``model_seeds``)."""
+    global MODEL_SEEDS
+    MODEL_SEEDS = count
+
+
 def kernelrules_tune(costs: Costs, space, seed: int) -> float | None:
     from kernelrules.config import KernelConfig
     from kernelrules.predict.ranking import distinct_first
@@ -185,12 +197,35 @@ def kernelrules_tune(costs: Costs, space, seed: int) -> float | None:
     return _optuna_loop(costs, space, sampler, gate=True, seeds=seeds)
 
 
-def replay_problem(name: str, data: dict, cold: dict[str, float], seeds: int) -> dict:
+def held_out(costs: Costs, data: dict, space, constants) -> None:
+    """Re-rank a problem the general model ranks with ``constants`` fitted without its family (a fold of
+    ``perf_model_fit.py``), from the judge's predicted facts; the matmul model's problems keep the judge's estimates
+    (it has no fitted constants)."""
+    import numpy as np
+
+    from kernelrules.arch import load_arch
+    from kernelrules.predict.perf_general import features, matmul_judges, seconds
+
+    problem, fixed = dict(space.problem), dict(space.fixed)
+    if matmul_judges({**fixed, **data["configs"][0]["config"]}, problem):
+        return
+    arch = load_arch("h200")
+    verdicts = {key(r["config"]): r for r in (data["judge"] or {}).get("records", [])}
+    for k in costs.records:
+        if costs.estimate.get(k) is None:
+            continue  # the judge could not estimate it: neither can the fold
+        f = features({**fixed, **json.loads(k)}, arch, problem, dict(verdicts[k].get("predicted") or {}))
+        costs.estimate[k] = float(seconds({n: np.array([v], dtype=float) for n, v in f.items()}, constants)[0])
+
+
+def replay_problem(name: str, data: dict, cold: dict[str, float], seeds: int, folds: dict | None = None) -> dict:
     from kernelrules.space import load_space
 
     family, shape = name.split("__")
     space = load_space(REPO / "benchmarks" / "suite" / family / f"{shape}.tune.yaml")
     costs = Costs(data, cold)
+    if folds is not None:
+        held_out(costs, data, space, folds[family])
     order = [key(c.to_dict()) for c in space.configs()]
     out: dict = {}
     runs = {
@@ -241,7 +276,17 @@ def main() -> int:
     parser.add_argument("--families", default="")
     parser.add_argument("--sweep-truth", action="store_true", help="score on the sweep's do_bench times alone")
     parser.add_argument("--out", default=str(RESULTS / "replay.json"))
+    parser.add_argument("--model-seeds", type=int, default=MODEL_SEEDS, help="kernelrules' perf-model seeds "
+                        f"(default: tune's, {MODEL_SEEDS})")
+    parser.add_argument("--held-out", metavar="FIT_JSON", help="rank with the general model's constants fitted "
+                        "without each problem's family (the folds of a perf_model_fit.py --write file)")
     args = parser.parse_args()
+    set_model_seeds(args.model_seeds)
+    folds = None
+    if args.held_out:
+        from kernelrules.predict.perf_general import Constants
+
+        folds = {fam: Constants(**v) for fam, v in json.loads(Path(args.held_out).read_text())["folds"].items()}
     warnings.simplefilter("ignore")
     suite_truth.SWEEP_ONLY = args.sweep_truth
     truth = "sweep" if args.sweep_truth else "held where re-timed"
@@ -253,15 +298,16 @@ def main() -> int:
     for name, data in loaded["problems"].items():
         if chosen and name.split("__")[0] not in chosen and name not in chosen:
             continue
-        problems[name] = replay_problem(name, data, cold[name.split("__")[0]], args.seeds)
+        problems[name] = replay_problem(name, data, cold[name.split("__")[0]], args.seeds, folds)
         print(name, {s: problems[name][s] for s in STRATEGIES}, flush=True)
     method = (f"Replayed on the measured costs (`benchmarks/suite_replay.py`, {args.seeds} seeds, median; one "
               f"clock: cold compile time of each config plus {BENCH_FIXED_S} s and {BENCH_RUNS} launches for each "
               "timing; config-stage rejections free, compiled-stage ones cost the compile). `autotune` is Triton's "
               "autotuner over the whole space (it knows its choice only at the end); `random` and `tpe` search the "
-              "raw space; `kernelrules` is `kernelrules tune`'s policy (perf-model seeds, Sobol then TPE, the "
-              "rules gate).")
-    out = {"strategies": list(STRATEGIES), "method": method, "seeds": args.seeds, "problems": problems,
+              f"raw space; `kernelrules` is `kernelrules tune`'s policy ({MODEL_SEEDS} perf-model seeds, Sobol then "
+              "TPE, the rules gate)" + (", its seeds ranked leave-one-family-out." if folds else "."))
+    out = {"strategies": list(STRATEGIES), "method": method, "seeds": args.seeds, "model_seeds": MODEL_SEEDS,
+           "held_out": bool(folds), "problems": problems,
            "summary": summarize(problems), "truth": truth, "untimed_configs": untimed_configs(loaded)}
     path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     for line in out["summary"]:

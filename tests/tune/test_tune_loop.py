@@ -12,6 +12,7 @@ pytest.importorskip("optuna")
 pytest.importorskip("torch")
 
 from kernelrules.tune import tune  # noqa: E402
+from kernelrules.tune.options import TuneOptions  # noqa: E402
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "tune"
 SMALL = FIXTURES / "matmul_small.yaml"
@@ -82,8 +83,9 @@ def test_a_record_says_when_its_config_was_asked_for_and_sent_to_the_worker(run)
 def test_the_perf_models_best_guesses_go_first(run):
     _folder, result = run
     seeded = sorted(r["trial"] for r in result.records if r.get("seeded") == "perf_model")
-    assert seeded == list(range(8))  # enqueued ahead of the sampler's proposals
-    assert "8 configs from the perf model queued first" in result.notes
+    assert TuneOptions().model_seeds == 16
+    assert seeded == list(range(14))  # enqueued ahead of the sampler's proposals: the 14-trial budget takes 14 of 16
+    assert "16 configs from the perf model queued first" in result.notes
 
 
 def test_a_time_budget_stops_asking(tmp_path):

@@ -21,7 +21,7 @@ from kernelrules.tune.driver import Tuner  # noqa: E402
 from kernelrules.tune.compile_stream import CompileStream  # noqa: E402
 from kernelrules.errors import KernelrulesError  # noqa: E402
 from kernelrules.tune.gate import Gate  # noqa: E402
-from kernelrules.tune.startup import MAX_GUESS_CONFIGS, first_compiles, guess_budget, warm_sampler_imports  # noqa: E402
+from kernelrules.tune.startup import MAX_FIRST_GUESSES, MAX_GUESS_CONFIGS, first_compiles, guess_budget, warm_sampler_imports  # noqa: E402
 
 SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
 
@@ -301,6 +301,7 @@ def test_the_rule_language_names_still_import_from_the_package():
 
 def test_first_guesses_leave_the_probes_their_workers_and_need_two_spare():
     assert guess_budget(6, 16, 8) == (8, 14)
+    assert guess_budget(6, 16, 16) == (MAX_FIRST_GUESSES, 14)  # tune's 16 seeds: 8 guessed while the worker starts
     assert guess_budget(6, 5, 8) == (3, 3)
     assert guess_budget(3, 3, 8) == (0, 0)  # one spare worker: the probes would wait for it
     assert guess_budget(3, 16, 0) == (0, 0)  # no seeds asked for
