@@ -44,7 +44,7 @@ first_sent = min(sent, key=lambda r: r["sent_s"]) if sent else None
 print(json.dumps({"first_record_s": first, "status": result.records[0]["status"],
                   "first_timed_s": timed[0]["elapsed_s"] if timed else None,
                   "first_sent_wait_s": round(first_sent["sent_s"] - first_sent["asked_s"], 3) if first_sent else None,
-                  "startup": result.summary.get("startup")}))
+                  "startup": result.summary.get("startup"), "worker_startup": result.summary.get("worker_startup")}))
 """
 
 

@@ -286,9 +286,9 @@ def take_early_messages(conn: Any) -> list[tuple]:
     return kept
 
 
-def worker_main(conn: Any, settings: WorkerSettings) -> None:
-    """Entry point of a benchmark worker process."""
-    steps = {"entered": time.monotonic()}  # when each start-up step ended (CLOCK_MONOTONIC: the driver's clock too)
+def worker_main(conn: Any, settings: WorkerSettings, steps: dict[str, float] | None = None) -> None:
+    """Entry point of a benchmark worker process (``steps``: the start-up steps :func:`main` took already)."""
+    steps = steps or {"entered": time.monotonic()}  # when each step ended (CLOCK_MONOTONIC: the driver's clock too)
     die_with_parent()
     watch_parent(_exit_now, period=1.0)
     if settings.gpu is not None and not settings.interpret:
@@ -363,14 +363,31 @@ def worker_main(conn: Any, settings: WorkerSettings) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m kernelrules.tune.bench_process FD``: receive the settings on FD, then serve."""
+    """``python -m kernelrules.tune.bench_process FD``: import torch, receive the settings on FD, then serve.
+
+    torch comes first, before the settings: the driver may spawn the worker before it has loaded the problem
+    (:meth:`~kernelrules.tune.worker.BenchWorker.spawn`), and torch's import (seconds with a CUDA build) is the
+    longest step of the worker's start. It does not start CUDA (``CUDA_VISIBLE_DEVICES`` is still set from the
+    settings before any CUDA call) and does not import Triton (torch 2.13's CPU build; Triton reads its cache and
+    interpreter settings from the environment when it uses them in any case)."""
     import sys
     from multiprocessing.connection import Connection
 
     args = sys.argv[1:] if argv is None else argv
     conn = Connection(int(args[0]))
-    settings = conn.recv()
-    worker_main(conn, settings)
+    steps = {"entered": time.monotonic()}
+    die_with_parent()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass  # reported as the problem's error once the settings say what runs
+    steps["torch_loaded"] = time.monotonic()
+    try:
+        settings = conn.recv()
+    except (EOFError, OSError):
+        return  # the driver closed the connection before sending the settings: nothing to run
+    steps["settings_received"] = time.monotonic()
+    worker_main(conn, settings, steps)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
+import weakref
 from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -66,6 +67,18 @@ class Tuner:
     def __init__(self, space_path: str | Path, options: TuneOptions) -> None:
         self.started = time.monotonic()  # the run's clock (records' elapsed_s, the budget) includes loading the space
         self.options = options
+        #: Benchmark workers spawned first, importing torch while the space loads (given their settings in run()).
+        self.spawned = spawn_workers(options)
+        try:
+            self._load(space_path)
+        except BaseException:
+            _kill_all(self.spawned)
+            raise
+        weakref.finalize(self, _kill_all, self.spawned)  # a tuner never run (an error before run()) leaves none
+
+    def _load(self, space_path: str | Path) -> None:
+        """The space, its problem, the architecture and what the run needs of them."""
+        options = self.options
         self.space = load_space(space_path)
         self.spec: ProblemSpec = load_problem(self.space)
         self.arch = load_arch(arch_name(options.arch, options.interpret))
@@ -151,24 +164,21 @@ class Tuner:
                 "interpret": self.options.interpret, "sizes": self.spec.sizes})
 
     def _start_workers(self) -> list:
-        """Start one benchmark worker per GPU, without waiting: each imports torch and sets up its GPU
-        (seconds with a CUDA build) while this process opens the study and the rules judge the space."""
-        from .worker import BenchWorker, WorkerSettings
+        """Give the benchmark workers spawned with the tuner (:func:`spawn_workers`) their settings, without waiting:
+        each imports torch and sets up its GPU (seconds with a CUDA build) while this process opens the study and the
+        rules judge the space."""
+        from .worker import WorkerSettings
 
         o = self.options
         gpus = o.gpus or ["0"]
         cache = None if o.interpret else self._triton_cache()
-        workers = []
-        for index, gpu in enumerate(gpus):
-            settings = WorkerSettings(spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret,
-                                      triton_cache_dir=cache, warmup_ms=o.warmup_ms, rep_ms=o.rep_ms,
-                                      max_error=o.max_error, timer=o.timer, l2_bytes=int(self.arch.flat().get("l2_bytes") or 0),
-                                      host_module_store=None if cache is None else str(store_for(o.cache_dir)),
-                                      **self._edge_probe(cache))
-            workers.append(BenchWorker(index, settings, compile_timeout=o.compile_timeout,
-                                       bench_timeout=o.bench_timeout))
-        for worker in workers:
-            worker.start()
+        workers, self.spawned = self.spawned or spawn_workers(o), []  # a second run() spawns its own
+        for worker, gpu in zip(workers, gpus):
+            worker.configure(WorkerSettings(
+                spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret, triton_cache_dir=cache,
+                warmup_ms=o.warmup_ms, rep_ms=o.rep_ms, max_error=o.max_error, timer=o.timer,
+                l2_bytes=int(self.arch.flat().get("l2_bytes") or 0),
+                host_module_store=None if cache is None else str(store_for(o.cache_dir)), **self._edge_probe(cache)))
         return workers
 
     def _edge_probe(self, triton_cache: str | None) -> dict[str, Any]:
@@ -647,6 +657,25 @@ class Tuner:
         steps = workers[0].steps if workers else {}
         return {f"{name}_s": round(stamp - self.started, 3) for name, stamp in steps.items()
                 if isinstance(stamp, (int, float))}
+
+
+def spawn_workers(options: TuneOptions) -> list:
+    """One benchmark worker process per GPU (``--gpus``, else one), spawned without its settings: it imports torch
+    while the driver loads the space and the architecture (:meth:`BenchWorker.spawn`)."""
+    from .worker import BenchWorker
+
+    workers = [BenchWorker(index, None, compile_timeout=options.compile_timeout, bench_timeout=options.bench_timeout)
+               for index in range(len(options.gpus or ["0"]))]
+    for worker in workers:
+        worker.spawn()
+    return workers
+
+
+def _kill_all(workers: Sequence[Any]) -> None:
+    """Kill benchmark workers that never got their settings (a tuner that failed, or was never run)."""
+    for worker in workers:
+        if worker.settings is None:
+            worker.kill()
 
 
 def _worker_can_start(workers: Sequence[Any], pending: Sequence[Candidate], stream: Any) -> bool:

@@ -88,8 +88,10 @@ class BenchWorker:
     process group (compilers it started included).
     """
 
-    def __init__(self, index: int, settings: WorkerSettings, *, compile_timeout: float, bench_timeout: float) -> None:
+    def __init__(self, index: int, settings: WorkerSettings | None, *, compile_timeout: float,
+                 bench_timeout: float) -> None:
         self.index = index
+        #: None until :meth:`configure`: a worker spawned before the run knows its problem imports torch meanwhile.
         self.settings = settings
         self.compile_timeout = compile_timeout
         self.bench_timeout = bench_timeout
@@ -101,15 +103,17 @@ class BenchWorker:
         self.phase = ""
         self.restarts = 0
         #: When the first process's start-up steps ended (``time.monotonic()``, one clock for every process on the
-        #: machine): spawned here, then the worker's own (``entered``, ``torch_imported``, ``reference_checked``,
-        #: ``ready``) and ``warmed``, once its warm-up after ``ready`` is done. A restarted process adds nothing.
+        #: machine): spawned here, then the worker's own (``entered``, ``torch_loaded``, ``settings_received``,
+        #: ``torch_imported``, ``reference_checked``, ``ready``) and ``warmed``, once its warm-up after ``ready`` is
+        #: done. A restarted process adds nothing.
         self.steps: dict[str, float] = {}
         #: The driver's Triton source hash (:mod:`kernelrules.compile.triton_key`), once shared: sent to each process.
         self.shared_key: tuple[str, str] | None = None
 
     @property
     def label(self) -> str:
-        return f"gpu {self.settings.gpu}" if self.settings.gpu is not None else f"worker {self.index}"
+        gpu = self.settings.gpu if self.settings is not None else None
+        return f"gpu {gpu}" if gpu is not None else f"worker {self.index}"
 
     @property
     def busy(self) -> bool:
@@ -117,6 +121,12 @@ class BenchWorker:
 
     def start(self) -> None:
         """Start the worker process (without waiting for it) and send it the settings."""
+        self.spawn()
+        self.configure()
+
+    def spawn(self) -> None:
+        """Start the worker process without waiting for it. It imports torch first (seconds with a CUDA build), then
+        waits for its settings (:meth:`configure`): the driver can spawn it before it has loaded the problem."""
         import socket
         from multiprocessing.connection import Connection
 
@@ -131,7 +141,15 @@ class BenchWorker:
                                                pass_fds=[theirs.fileno()])
         theirs.close()
         self.conn = Connection(ours.detach())
-        self.conn.send(self.settings)
+
+    def configure(self, settings: WorkerSettings | None = None) -> None:
+        """Send the spawned worker its settings (``settings``, kept for restarts, or those it has)."""
+        if settings is not None:
+            self.settings = settings
+        try:
+            self.conn.send(self.settings)
+        except (OSError, BrokenPipeError):
+            pass  # the worker died while it imported torch: wait_ready reports it
         if self.shared_key is not None:  # a restarted process: it takes the hash before its warm-up too
             self._send_key()
 

@@ -66,7 +66,8 @@ def test_a_gpu_run_gives_its_workers_the_store_and_an_interpreted_one_does_not(t
     from kernelrules.tune.worker import BenchWorker
 
     started = []
-    monkeypatch.setattr(BenchWorker, "start", lambda self: started.append(self.settings))
+    monkeypatch.setattr(BenchWorker, "spawn", lambda self: None)  # no process: only the settings it is given
+    monkeypatch.setattr(BenchWorker, "configure", lambda self, settings=None: started.append(settings))
     space = Path(__file__).parents[1] / "fixtures" / "tune" / "matmul_small.yaml"
     for interpret in (False, True):
         tuner = driver.Tuner(space, driver.TuneOptions(arch="ampere", interpret=interpret, trials=1,

@@ -60,7 +60,8 @@ def test_the_summary_says_when_each_startup_step_ended_and_a_trial_where_its_tim
 
 def test_the_summary_says_when_the_workers_start_up_steps_ended_on_the_runs_clock(run):
     _folder, result = run
-    steps = ["spawned_s", "entered_s", "torch_imported_s", "reference_checked_s", "ready_s", "warmed_s"]
+    steps = ["spawned_s", "entered_s", "torch_loaded_s", "settings_received_s", "torch_imported_s",
+             "reference_checked_s", "ready_s", "warmed_s"]
     worker = result.summary["worker_startup"]
     assert sorted(worker, key=steps.index) == steps
     assert all(0 <= worker[a] <= worker[b] for a, b in zip(steps, steps[1:]))
