@@ -56,7 +56,7 @@ from .host_modules import store_for
 from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import first_compiles, guess_budget, warm_sampler_imports
+from .startup import MAX_FIRST_GUESSES, first_compiles, guess_budget, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
@@ -312,7 +312,9 @@ class Tuner:
                                  "codes": dict(collections.Counter(c for j in rejected for c in j.codes))}
             self.study.set_user_attr("kr_config_stage", self.config_stage)
             seeds = self._seed()
-            first = first_compiles(seeds, self._capacity(), self._compiled_first) if stream is not None else []
+            # at most MAX_FIRST_GUESSES while the workers start (compiles compete with their start for the cores)
+            first = first_compiles(seeds, min(self._capacity(), MAX_FIRST_GUESSES), self._compiled_first) \
+                if stream is not None else []
             for config in first:  # the loop's first compiles, while the workers start
                 stream.want(config)
             self._mark("seeded")

@@ -37,7 +37,7 @@ class TuneOptions:
     rounds: int = 5
     #: The perf model's best configs queued first in a new study. 16, not 8: replayed on the H200 suite's measured
     #: costs (seeds ranked by constants fitted without the problem's family), time to within 2% of the best fell from
-    #: 38.8 s to 12.2 s on the slowest problem (moe_gemm__small), 8.3x -> 8.9x sooner than TPE (geomean, 42 problems)
+    #: 38.8 s to 12.2 s on the slowest problem (moe_gemm__small), 8.2x -> 8.9x sooner than TPE (geomean, 42 problems)
     #: (docs/performance.md, "How many perf-model seeds")
     model_seeds: int = 16
     cache_dir: str | None = None

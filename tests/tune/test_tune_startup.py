@@ -131,6 +131,22 @@ def test_an_idle_worker_gets_a_judged_config_before_the_sampler_is_asked_for_the
     assert first_sent < third_asked
 
 
+def test_at_most_eight_seeds_compile_while_the_workers_start(tmp_path, monkeypatch):
+    """16 perf-model seeds are queued, but the loop's first compiles, sent while the benchmark workers start, stay
+    at MAX_FIRST_GUESSES whatever the lookahead: more would compete with the workers' start for the cores."""
+    from kernelrules.tune import driver
+
+    counts = []
+    original = driver.first_compiles
+    monkeypatch.setattr(driver, "first_compiles", lambda seeds, count, passes: counts.append((len(seeds), count))
+                        or original(seeds, count, passes))
+    result = tune(SMALL, arch="ampere", interpret=True, trials=2, storage=str(tmp_path / "study.db"),
+                  stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2, seed=3,
+                  lookahead=12)
+    assert counts == [(16, MAX_FIRST_GUESSES)]
+    assert "16 configs from the perf model queued first" in result.notes
+
+
 def test_a_worker_can_start_when_it_is_idle_and_a_candidate_or_a_verdict_is_ready():
     from types import SimpleNamespace
 
