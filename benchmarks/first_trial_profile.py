@@ -103,8 +103,8 @@ def main() -> None:
         removed = forget_host_modules(folder) if args.host_modules == "cold" else 0
         os.environ["TRITON_CACHE_DIR"] = str(folder / "triton-cache")  # before torch or Triton is imported
         from kernelrules.space import load_space
-        from kernelrules.tune.bench_process import _Session, share_host_modules
-        from kernelrules.tune.host_modules import store_for
+        from kernelrules.tune.bench_process import _Session
+        from kernelrules.tune.host_modules import share_host_modules, store_for
         from kernelrules.tune.problem import load_problem
         from kernelrules.tune.worker import WorkerSettings
 

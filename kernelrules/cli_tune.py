@@ -43,7 +43,7 @@ def _seconds(text: Optional[str]) -> Optional[float]:
 
 
 def tune_command(
-    space: Path = typer.Argument(..., help="Space file (YAML) whose problem section says how to run the kernel."),
+    spaces: List[Path] = typer.Argument(..., metavar="SPACE...", help="Space file(s) (YAML) whose problem section says how to run the kernel; several are tuned in turn, the workers kept warm."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Target architecture (default: the current GPU)."),
     trials: Optional[int] = typer.Option(None, "--trials", help="Stop when the study has judged this many configs."),
     time_budget: Optional[str] = typer.Option(None, "--time-budget", help="Stop asking for candidates after this long (600, 10m, 1h)."),
@@ -67,8 +67,12 @@ def tune_command(
     export: Optional[Path] = typer.Option(None, "--export", help="Write the winner into this pinned table (JSON; updated in place, docs/pinned.md)."),
     key: Optional[List[str]] = typer.Option(None, "--key", help="With --export: a tuning key value, NAME=VALUE (repeatable; default: from the space's problem sizes)."),
 ) -> None:
-    """Search a space on the GPU(s): gate candidates with the rules, check them, time them, name the winner."""
-    from .tune.driver import TuneOptions, Tuner
+    """Search a space on the GPU(s): gate candidates with the rules, check them, time them, name the winner.
+
+    Several space files (the shapes of one kernel, say) are tuned one after another in one process: the benchmark
+    workers and the compile workers started for the first serve the next (``tune_many``), each problem with its own
+    study, budget and summary. The exit code is 0 when every problem named a winner."""
+    from .tune.driver import TuneOptions, TuneSession, Tuner
     from .tune.output import Progress, json_line, summary_lines, trial_line
     from .tune.timing import TIMERS
 
@@ -83,8 +87,14 @@ def tune_command(
     gpu_list = [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None
     if gpus is not None and not gpu_list:
         raise KernelrulesError(f"cannot read --gpus {gpus!r}", hint="e.g. --gpus 0,1")
-    if not space.exists() and not space.is_symlink():  # a directory or a FIFO: load_space says what it is
-        raise KernelrulesError("no such space file", path=str(space))
+    for space in spaces:
+        if not space.exists() and not space.is_symlink():  # a directory or a FIFO: load_space says what it is
+            raise KernelrulesError("no such space file", path=str(space))
+    if len(spaces) > 1:
+        given = [name for name, value in (("--study-name", study_name), ("--export", export), ("--key", key)) if value]
+        if given:
+            raise KernelrulesError(f"{', '.join(given)} name{'s' if len(given) == 1 else ''} one problem's study or "
+                                   f"winner: give one space file with {'it' if len(given) == 1 else 'them'}")
 
     def on_record(record: dict) -> None:
         if json_output:
@@ -97,34 +107,50 @@ def tune_command(
 
     timeout = positive_seconds(timeout, "--timeout")
     bench_timeout = positive_seconds(bench_timeout, "--bench-timeout")
-    options = TuneOptions(arch=arch, trials=trials, time_budget=_seconds(time_budget), storage=storage,
-                          study_dir=str(study_dir) if study_dir else None, study_name=study_name, gpus=gpu_list,
-                          interpret=interpret, seed=seed, jobs=jobs, compile_timeout=timeout,
-                          bench_timeout=bench_timeout, sampler=sampler, stage=stage, top_k=top_k, rounds=rounds, timer=timer,
-                          cache_dir=str(cache_dir) if cache_dir else None, on_record=on_record)
-    tuner = Tuner(space, options)
-    plan = None
+    budget = _seconds(time_budget)
+
+    def options_for_one() -> TuneOptions:  # each problem its own (a run sets some of them)
+        return TuneOptions(arch=arch, trials=trials, time_budget=budget, storage=storage,
+                           study_dir=str(study_dir) if study_dir else None, study_name=study_name, gpus=gpu_list,
+                           interpret=interpret, seed=seed, jobs=jobs, compile_timeout=timeout,
+                           bench_timeout=bench_timeout, sampler=sampler, stage=stage, top_k=top_k, rounds=rounds,
+                           timer=timer, cache_dir=str(cache_dir) if cache_dir else None, on_record=on_record)
+
     if key and export is None:
         raise KernelrulesError("--key is for --export", hint="add --export FILE.json")
-    if export is not None:  # checked before the run: a bad key or table costs no tuning
-        from .tune.export import plan_export
+    session = TuneSession() if len(spaces) > 1 else None
+    winners = 0
+    try:
+        for number, space in enumerate(spaces):
+            options = options_for_one()
+            tuner = Tuner(space, options, session=session)
+            plan = None
+            if export is not None:  # checked before the run: a bad key or table costs no tuning
+                from .tune.export import plan_export
 
-        plan = plan_export(export, tuner.space, key or ())
-    if interpret and not json_output:
-        typer.echo("kernelrules: --interpret: timings are meaningless (TRITON_INTERPRET=1 on the CPU)", err=True)
-    with Progress(not json_output and not quiet, min(len(tuner.configs), trials or len(tuner.configs))) as progress:
-        options.on_progress = progress
-        result = tuner.run()
-    if json_output:
-        typer.echo(json_line("summary", {**result.summary, "notes": result.notes}))
-    else:
-        for line in summary_lines(result.summary, result.notes):
-            typer.echo(line)
-    if plan is not None and result.summary.get("winner"):
-        from .tune.export import export_winner
+                plan = plan_export(export, tuner.space, key or ())
+            if interpret and not json_output and number == 0:  # once the first space loaded
+                typer.echo("kernelrules: --interpret: timings are meaningless (TRITON_INTERPRET=1 on the CPU)", err=True)
+            if session is not None and not json_output:
+                typer.echo(f"== {space} ==")
+            with Progress(not json_output and not quiet, min(len(tuner.configs), trials or len(tuner.configs))) as progress:
+                options.on_progress = progress
+                result = tuner.run()
+            if json_output:
+                extra = {"space": str(space)} if session is not None else {}
+                typer.echo(json_line("summary", {**result.summary, "notes": result.notes, **extra}))
+            else:
+                for line in summary_lines(result.summary, result.notes):
+                    typer.echo(line)
+            if plan is not None and result.summary.get("winner"):
+                from .tune.export import export_winner
 
-        typer.echo(export_winner(plan, tuner.space, result.summary), err=json_output)
-    raise typer.Exit(0 if result.summary.get("winner") else 1)
+                typer.echo(export_winner(plan, tuner.space, result.summary), err=json_output)
+            winners += bool(result.summary.get("winner"))
+    finally:
+        if session is not None:
+            session.close()
+    raise typer.Exit(0 if winners == len(spaces) else 1)
 
 
 def space_command(

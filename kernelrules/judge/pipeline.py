@@ -101,6 +101,11 @@ class ConfigJudge:
         if self._own_pool:
             self.pool.close()
 
+    def release_pool(self) -> CompilePool:
+        """The judge's pool, from now on the caller's to close (``tune_many`` keeps it for the next problem)."""
+        self._own_pool = False
+        return self.pool
+
     # -- compiling ----------------------------------------------------------------
 
     def compile_many(self, configs: Sequence[KernelConfig], arch: Any, label: str,

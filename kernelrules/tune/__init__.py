@@ -7,6 +7,8 @@
     for record in result.records:          # one structured record per trial
         print(record["status"], record["config"], record["ms"], record["bottleneck"])
 
+    results = tune_many(["gemm/small.tune.yaml", "gemm/large.tune.yaml"], arch="hopper", time_budget=60)
+
 Modules, one job each: :mod:`.problem` (the space file's problem section),
 :mod:`.safeexpr` (its expressions, never ``eval``-ed), :mod:`.launch` (building
 inputs, launching, references; imported in the workers only), :mod:`.correctness`,
@@ -28,4 +30,12 @@ def tune(space: Any, **options: Any) -> Any:
     return run(space, **options)
 
 
-__all__ = ["tune"]
+def tune_many(spaces: Any, **options: Any) -> Any:
+    """Tune several spaces in turn with the same options, the benchmark and compile workers kept warm from one to the
+    next; one result per space (:func:`kernelrules.tune.driver.tune_many`)."""
+    from .driver import tune_many as run_many
+
+    return run_many(spaces, **options)
+
+
+__all__ = ["tune", "tune_many"]

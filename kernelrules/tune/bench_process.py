@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 
 from ..compile.triton_key import install as install_triton_key
 from ..compile.workers import die_with_parent, watch_parent
+from .host_modules import share_host_modules
 from .worker import WorkerSettings, visible_device
 
 
@@ -257,22 +258,6 @@ class _Session:
             return {"status": "launch_error", "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
-def share_host_modules(settings: WorkerSettings, *, into_study: bool) -> int:
-    """Copy Triton's host modules from the store into the study's Triton cache, or back (:mod:`.host_modules`);
-    how many files. Nothing without both folders (interpreted runs) or when the copy fails."""
-    if settings.interpret or not settings.triton_cache_dir or not settings.host_module_store:
-        return 0
-    from pathlib import Path
-
-    from .host_modules import copy_host_modules
-
-    store, study = Path(settings.host_module_store), Path(settings.triton_cache_dir)
-    try:
-        return copy_host_modules(store, study) if into_study else copy_host_modules(study, store)
-    except Exception:  # noqa: BLE001 - a cache only: Triton builds what it does not find
-        return 0
-
-
 def take_early_messages(conn: Any) -> list[tuple]:
     """The messages already waiting when the worker is ready: the driver's Triton source hash is installed
     (:mod:`kernelrules.compile.triton_key`), the rest (a request sent meanwhile) kept, in order, for the loop."""
@@ -287,26 +272,70 @@ def take_early_messages(conn: Any) -> list[tuple]:
 
 
 def worker_main(conn: Any, settings: WorkerSettings, steps: dict[str, float] | None = None) -> None:
-    """Entry point of a benchmark worker process (``steps``: the start-up steps :func:`main` took already)."""
-    steps = steps or {"entered": time.monotonic()}  # when each step ended (CLOCK_MONOTONIC: the driver's clock too)
+    """Entry point of a benchmark worker process (``steps``: the start-up steps :func:`main` took already): start
+    the problem's session, then serve requests; a ``load`` request starts another problem's session in the same
+    process (torch, the GPU's context and Triton stay loaded: :func:`kernelrules.tune.driver.tune_many`)."""
     die_with_parent()
     watch_parent(_exit_now, period=1.0)
+    import warnings
+
+    warnings.simplefilter("ignore")
+    from .feedback import context_lost
+
+    while True:
+        session, early = _start_session(conn, settings, steps or {"entered": time.monotonic()})
+        if session is None:
+            return
+        evaluated = 0
+        while True:
+            try:
+                message = early.pop(0) if early else conn.recv()
+            except (EOFError, OSError):
+                return
+            kind = message[0]
+            if kind == "triton_key":  # late (the warm-up computed its own): the same value; nothing is answered
+                install_triton_key(message[1])
+                continue
+            if kind == "stop":
+                share_host_modules(settings, into_study=False)
+                return
+            if kind == "load":  # the next problem: its session replaces this one
+                share_host_modules(settings, into_study=False)
+                settings, steps = message[1], None
+                break
+            if kind == "evaluate":
+                answer = session.evaluate(message[1])
+                evaluated += 1
+            elif kind == "time":
+                answer = session.time_config(message[1])
+            elif kind == "baseline":
+                answer = session.time_baseline()
+            else:
+                answer = {"status": "launch_error", "error": f"unknown request {kind!r}"}
+            conn.send(("result", answer))
+            if kind == "evaluate" and evaluated == 1:  # after answering: the launchers its first check built (the
+                share_host_modules(settings, into_study=False)  # problem's sizes and edge shapes)
+            if context_lost(answer.get("status", ""), answer.get("error", "")):
+                os._exit(3)  # the CUDA context is unusable: the driver starts a fresh worker
+
+
+def _start_session(conn: Any, settings: WorkerSettings, steps: dict[str, float]) -> tuple[_Session | None, list]:
+    """Set the problem's environment, load the kernel and the problem, check the reference, say ``ready`` (or
+    ``fatal``: then None), then warm up (:meth:`_Session.warm`) and say ``warmed``; the session, and the requests
+    read during the warm-up, for the loop."""
     if settings.gpu is not None and not settings.interpret:
         try:
             os.environ["CUDA_VISIBLE_DEVICES"] = visible_device(str(settings.gpu),
                                                                 os.environ.get("CUDA_VISIBLE_DEVICES"))
         except ValueError as exc:
             conn.send(("fatal", str(exc), ""))
-            return
+            return None, []
     if settings.interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     if settings.triton_cache_dir:
         os.environ["TRITON_CACHE_DIR"] = settings.triton_cache_dir
     share_host_modules(settings, into_study=True)  # before Triton is imported: it finds them as its own
     os.environ.update(settings.env)
-    import warnings
-
-    warnings.simplefilter("ignore")
     try:
         session = _Session(settings, conn)
         steps["torch_imported"] = time.monotonic()
@@ -324,42 +353,14 @@ def worker_main(conn: Any, settings: WorkerSettings, steps: dict[str, float] | N
                              "triton": triton.__version__, "edge_signatures": edges, "steps": steps}))
     except BaseException as exc:  # noqa: BLE001 - the driver turns this into one clear error
         conn.send(("fatal", f"{type(exc).__name__}: {exc}", traceback.format_exc()[-3000:]))
-        return
+        return None, []
     early: list[tuple] = []  # messages read before the loop: a request sent while the worker warmed up
     # after "ready": a request sent meanwhile waits in the socket for what it would have done itself; the driver's
     # Triton source hash, if it came by then, is installed before the warm-up would compute its own
     session.warm(before_triton=lambda: early.extend(take_early_messages(conn)))
     conn.send(("warmed", time.monotonic()))
     share_host_modules(settings, into_study=False)  # the CUDA helper, built by warm()
-    from .feedback import context_lost
-
-    evaluated = 0
-    while True:
-        try:
-            message = early.pop(0) if early else conn.recv()
-        except (EOFError, OSError):
-            return
-        kind = message[0]
-        if kind == "triton_key":  # late (the warm-up computed its own): the same value; nothing is answered
-            install_triton_key(message[1])
-            continue
-        if kind == "stop":
-            share_host_modules(settings, into_study=False)
-            return
-        if kind == "evaluate":
-            answer = session.evaluate(message[1])
-            evaluated += 1
-        elif kind == "time":
-            answer = session.time_config(message[1])
-        elif kind == "baseline":
-            answer = session.time_baseline()
-        else:
-            answer = {"status": "launch_error", "error": f"unknown request {kind!r}"}
-        conn.send(("result", answer))
-        if kind == "evaluate" and evaluated == 1:  # after answering: the launchers its first check built (the
-            share_host_modules(settings, into_study=False)  # problem's sizes and edge shapes)
-        if context_lost(answer.get("status", ""), answer.get("error", "")):
-            os._exit(3)  # the CUDA context is unusable: the driver starts a fresh worker
+    return session, early
 
 
 def main(argv: list[str] | None = None) -> None:

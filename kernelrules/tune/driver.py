@@ -64,11 +64,14 @@ from .target import arch_name, compiled_stage_blocked, default_study_name
 class Tuner:
     """One ``kernelrules tune`` run (see the module docstring)."""
 
-    def __init__(self, space_path: str | Path, options: TuneOptions) -> None:
+    def __init__(self, space_path: str | Path, options: TuneOptions, session: TuneSession | None = None) -> None:
         self.started = time.monotonic()  # the run's clock (records' elapsed_s, the budget) includes loading the space
         self.options = options
-        #: Benchmark workers spawned first, importing torch while the space loads (given their settings in run()).
-        self.spawned = spawn_workers(options)
+        #: The processes kept from problem to problem by :func:`tune_many` (None: this run's own).
+        self.session = session
+        #: Benchmark workers spawned first, importing torch while the space loads (given their settings in run()),
+        #: or the session's, which serve this problem next.
+        self.spawned = session.workers if session is not None and session.workers else spawn_workers(options)
         try:
             self._load(space_path)
         except BaseException:
@@ -173,8 +176,11 @@ class Tuner:
         gpus = o.gpus or ["0"]
         cache = None if o.interpret else self._triton_cache()
         workers, self.spawned = self.spawned or spawn_workers(o), []  # a second run() spawns its own
+        if self.session is not None:
+            self.session.workers = workers
         for worker, gpu in zip(workers, gpus):
-            worker.configure(WorkerSettings(
+            give = worker.configure if worker.settings is None else worker.load  # a session's worker: next problem
+            give(WorkerSettings(
                 spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret, triton_cache_dir=cache,
                 warmup_ms=o.warmup_ms, rep_ms=o.rep_ms, max_error=o.max_error, timer=o.timer,
                 l2_bytes=int(self.arch.flat().get("l2_bytes") or 0),
@@ -288,7 +294,10 @@ class Tuner:
             cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
             self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout,
                              cache=cache, triton_cache_dir=None if o.interpret else self._triton_cache(),
-                             edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature))
+                             edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature),
+                             pool=self.session.pool if self.session is not None else None)
+            if self.session is not None:
+                self.session.pool = self.gate.keep_pool()
             if o.stage != "none":  # the raw space compiles nothing in the gate: no probes, no compiled stage
                 self.gate.start_compile_workers(on_triton_key=None if o.interpret else self._share_triton_key)
             self._mark("workers_started")
@@ -343,6 +352,8 @@ class Tuner:
             if hasattr(self, "ledger"):  # made when the study opens, which may have failed
                 self.ledger.abandon()
             for worker in workers:
+                if worker.info and self.session is not None:
+                    continue  # kept for the session's next problem (it stops them at the end)
                 if worker.info:
                     worker.stop()
                 else:  # never ready (an error while the space was judged): not listening yet
@@ -661,6 +672,39 @@ class Tuner:
                 if isinstance(stamp, (int, float))}
 
 
+class TuneSession:
+    """What :func:`tune_many` keeps from one problem to the next: the benchmark workers (their torch, GPU context and
+    Triton loaded; each takes the next problem with a ``load`` request) and the gate's compile pool (its workers
+    up, Triton's source hash known)."""
+
+    def __init__(self) -> None:
+        self.workers: list = []
+        self.pool: Any = None
+
+    def close(self) -> None:
+        """Stop the workers and close the pool."""
+        for worker in self.workers:
+            if worker.info:
+                worker.stop()
+            else:
+                worker.kill()
+        self.workers = []
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+def tune_many(spaces: Sequence[str | Path], **options: Any) -> list[TuneResult]:
+    """Tune several spaces (problems) in turn with the same options, in one :class:`TuneSession`: the second and later
+    problems find the benchmark workers and the compile workers started. Each problem has its own study, clock and
+    result; an error in one (a space that cannot be loaded, a problem that cannot run) stops the series there."""
+    session = TuneSession()
+    try:
+        return [Tuner(space, TuneOptions(**options), session=session).run() for space in spaces]
+    finally:
+        session.close()
+
+
 def spawn_workers(options: TuneOptions) -> list:
     """One benchmark worker process per GPU (``--gpus``, else one), spawned without its settings: it imports torch
     while the driver loads the space and the architecture (:meth:`BenchWorker.spawn`)."""
@@ -704,4 +748,5 @@ def tune(space: str | Path, **options: Any) -> TuneResult:
     return Tuner(space, TuneOptions(**options)).run()
 
 
-__all__ = ["Candidate", "TuneOptions", "TuneResult", "Tuner", "perf_model_seeds", "predicted_to_spill", "tune"]
+__all__ = ["Candidate", "TuneOptions", "TuneResult", "TuneSession", "Tuner", "perf_model_seeds", "predicted_to_spill",
+           "tune", "tune_many"]

@@ -64,11 +64,13 @@ class Gate:
 
     def __init__(self, space: Space, arch: Any, *, stage: str = "compiled", jobs: int | None = None,
                  timeout: float = 60.0, cache: ResultCache | None = None, triton_cache_dir: str | None = None,
-                 edge_signatures: Sequence[Mapping[str, Any]] = ()) -> None:
+                 edge_signatures: Sequence[Mapping[str, Any]] = (), pool: Any = None) -> None:
         self.space, self.arch, self.stage = space, arch, stage
         self.problem = scalar_problem(space.problem)
         self.target = KernelTarget.from_space(space)
-        self.pruner = ConfigJudge(self.target, jobs=jobs, timeout=timeout, cache=cache if cache is not None else ResultCache())
+        cache = cache if cache is not None else ResultCache()
+        # ``pool``: a compile pool kept from an earlier problem (tune_many): its workers are up, and it stays open
+        self.pruner = ConfigJudge(self.target, jobs=jobs, timeout=timeout, cache=cache, pool=pool)
         if triton_cache_dir:
             self.pruner.pool.triton_cache_dir = triton_cache_dir
         self.timeout = timeout
@@ -166,6 +168,10 @@ class Gate:
         verdict = self.pruner.engine.check(config, self.arch, kernel=dict(self.target.kernel_info), facts=facts,
                                            problem=self.problem, repair=False, stage="compiled")
         return _judgement(verdict, facts, "compiled")
+
+    def keep_pool(self) -> Any:
+        """The gate's compile pool, kept open when the gate closes (for the next problem of ``tune_many``)."""
+        return self.pruner.release_pool()
 
     def close(self) -> None:
         self.pruner.close()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 #: Names of the modules Triton's backends compile from C (NVIDIA's helper and launchers; AMD's helper).
 HOST_MODULE_PREFIXES = ("cuda_utils", "__triton_launcher", "hip_utils")
@@ -78,4 +78,18 @@ def copy_host_modules(source: Path, target: Path) -> int:
     return copied
 
 
-__all__ = ["HOST_MODULE_PREFIXES", "STORE_NAME", "copy_host_modules", "host_module_files", "store_for"]
+def share_host_modules(settings: Any, *, into_study: bool) -> int:
+    """A benchmark worker's copy (``settings``: its :class:`~kernelrules.tune.worker.WorkerSettings`): Triton's host
+    modules from the store into the study's Triton cache, or back; how many files. Nothing without both folders
+    (interpreted runs) or when the copy fails."""
+    if settings.interpret or not settings.triton_cache_dir or not settings.host_module_store:
+        return 0
+    store, study = Path(settings.host_module_store), Path(settings.triton_cache_dir)
+    try:
+        return copy_host_modules(store, study) if into_study else copy_host_modules(study, store)
+    except Exception:  # noqa: BLE001 - a cache only: Triton builds what it does not find
+        return 0
+
+
+__all__ = ["HOST_MODULE_PREFIXES", "STORE_NAME", "copy_host_modules", "host_module_files", "share_host_modules",
+           "store_for"]

@@ -153,6 +153,24 @@ class BenchWorker:
         if self.shared_key is not None:  # a restarted process: it takes the hash before its warm-up too
             self._send_key()
 
+    def load(self, settings: WorkerSettings) -> None:
+        """Give a worker that served another problem this one (``load``): the same process, its torch, GPU context and
+        Triton kept, makes the new problem's session and says ``ready`` again (:meth:`wait_ready`), its start-up
+        steps counted anew. A worker that is gone is started afresh with ``settings``."""
+        self.settings, self.info, self.restarts = settings, {}, 0
+        self.steps = {"spawned": time.monotonic()}
+        if self.process is None or not self.process.alive():
+            if self.process is not None:
+                self.kill()
+            self.start()
+            return
+        self.process.ready = False
+        self.process.startup_deadline = time.monotonic() + STARTUP_TIMEOUT
+        try:
+            self.conn.send(("load", settings))
+        except (OSError, BrokenPipeError):
+            pass  # the worker died: wait_ready reports it
+
     def share_triton_key(self, shared: tuple[str, str] | None) -> None:
         """Hand the worker the driver's Triton source hash, once: a worker that finds it waiting when it is ready
         skips computing its own in its warm-up (0.33-0.38 s on the H200, the first trial waiting on it; it uses
@@ -179,6 +197,8 @@ class BenchWorker:
             raise WorkerError(f"benchmark worker ({self.label}) did not start within {timeout:g} s")
         try:
             message = self.conn.recv()
+            while message[0] in ("warmed", "phase") and self.conn.poll(timeout):  # left from a problem before (load)
+                message = self.conn.recv()
         except (EOFError, OSError):
             code = self.process.death(wait=10).returncode if self.process is not None else None
             tail = self.log_tail().strip().splitlines()
@@ -188,6 +208,9 @@ class BenchWorker:
         if message[0] == "fatal":
             self.kill()
             raise WorkerError(f"the problem cannot run: {message[1]}")
+        if message[0] != "ready":
+            self.kill()
+            raise WorkerError(f"benchmark worker ({self.label}) did not start within {timeout:g} s")
         self.info = message[1]
         steps = self.info.pop("steps", None) or {}
         if not self.restarts:

@@ -96,8 +96,8 @@ _VALUED = {"check-config": "--dtype", "prune": "--timeout", "lint": "--arch", "t
            "tune": "--seed", "space": "-o", "report": "--study-name", "arch list": "--arch-file",
            "arch show": "--format", "rules list": "--format"}
 #: Commands whose arguments take no more values (an extra one is a usage error).
-_FIXED_ARGUMENTS = ("prune", "spec", "tune", "report", "arch show", "rules show", "pin show", "space", "arch list",
-                    "rules list")
+_FIXED_ARGUMENTS = ("prune", "spec", "report", "arch show", "rules show", "pin show", "space", "arch list",
+                    "rules list")  # not tune: it takes several space files, and names the one that is missing
 #: Values the parser refuses: a bad choice, a number that is not one.
 _BAD_VALUES = [
     ("check-config", "--format", "xml"), ("prune", "--format", "xml"), ("arch list", "--format", "xml"),
@@ -131,6 +131,8 @@ def _usage() -> list[tuple[str, tuple[str, ...], str, str]]:
         if command in _FIXED_ARGUMENTS:
             found.append((f"usage/{name}/extra-argument", (*path, *base, "extra"), USAGE,
                           where + "got unexpected extra argument"))
+    found.append(("usage/tune/extra-space", ("tune", *COMMANDS["tune"], "extra"), USAGE,
+                  "kernelrules: error: extra: no such space file"))
     for command, option, value in _BAD_VALUES:
         found.append((f"usage/{command.replace(' ', '-')}/{option.lstrip('-')}={value}",
                       (*command.split(), *COMMANDS[command], option, value), USAGE,

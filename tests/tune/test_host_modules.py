@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelrules.tune import host_modules
-from kernelrules.tune.bench_process import share_host_modules
+from kernelrules.tune.host_modules import share_host_modules
 from kernelrules.tune.worker import WorkerSettings
 
 SUFFIX = ".cpython-312-x86_64-linux-gnu.so"

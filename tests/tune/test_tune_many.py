@@ -1,0 +1,90 @@
+"""`tune_many` / `kernelrules tune A B`: several problems in turn, the benchmark workers and the compile pool kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("optuna")
+pytest.importorskip("torch")
+
+from kernelrules.compile.pool import CompilePool  # noqa: E402
+from kernelrules.errors import KernelrulesError  # noqa: E402
+from kernelrules.tune.driver import tune_many  # noqa: E402
+from kernelrules.tune.worker import BenchWorker  # noqa: E402
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "tune"
+FAULTY, HARNESS = FIXTURES / "faulty.yaml", FIXTURES / "harness.yaml"
+
+
+def _bench_workers_of_this_process() -> list[int]:
+    """Live benchmark workers whose parent is this process (Linux /proc)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+            cmdline = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(fields.get("PPid", "0")) == os.getpid() and b"kernelrules.tune.bench_process" in cmdline \
+                and not fields.get("State", "").startswith("Z"):
+            found.append(int(status.parent.name))
+    return found
+
+
+def _faulty_at_48(tmp_path: Path) -> Path:
+    """faulty.yaml at another size: its default study name differs from the harness problem's (same kernel, n 64)."""
+    text = FAULTY.read_text().replace("kernel: faulty.py", f"kernel: {FIXTURES / 'faulty.py'}")
+    path = tmp_path / "faulty48.tune.yaml"
+    path.write_text(text.replace("n: 64", "n: 48").replace("{n: 50}", "{n: 40}"))
+    return path
+
+
+def _common(tmp_path: Path) -> dict:
+    return dict(arch="ampere", interpret=True, trials=2, storage=str(tmp_path / "study.db"),
+                cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2)
+
+
+def test_the_second_problem_finds_the_worker_and_the_pool_started(tmp_path, monkeypatch):
+    """One benchmark worker process and one compile pool for both problems; the faulty kernel's crash restarts the
+    worker, and the next problem is loaded into the fresh process."""
+    spawned, pools = [], []
+    spawn, make_pool = BenchWorker.spawn, CompilePool.__init__
+    monkeypatch.setattr(BenchWorker, "spawn", lambda self: spawned.append(self) or spawn(self))
+    monkeypatch.setattr(CompilePool, "__init__", lambda self, *a, **k: pools.append(self) or make_pool(self, *a, **k))
+    first, second = tune_many([_faulty_at_48(tmp_path), HARNESS], **_common(tmp_path))
+    assert len({id(w) for w in spawned}) == 1 and len(pools) == 1
+    assert first.summary["winner"] and second.summary["winner"]
+    assert first.summary["funnel"]["failed"] >= 1  # the crash: the worker was restarted within the first problem
+    one, two = first.summary["worker_startup"], second.summary["worker_startup"]
+    assert "torch_loaded_s" in one and "torch_loaded_s" not in two  # torch was not imported again
+    assert two["ready_s"] < one["ready_s"]
+    assert _bench_workers_of_this_process() == []
+
+
+def test_a_space_that_cannot_load_stops_the_series_and_leaves_no_process(tmp_path):
+    bad = tmp_path / "bad.tune.yaml"
+    bad.write_text("kernel: missing.py:nothing\nspace: {BLOCK: [16]}\n")
+    with pytest.raises(KernelrulesError, match="bad.tune.yaml"):
+        tune_many([HARNESS, bad, FAULTY], **_common(tmp_path))
+    assert _bench_workers_of_this_process() == []
+
+
+def test_the_command_tunes_several_spaces_and_refuses_one_study_name_for_them(tmp_path):
+    faulty = _faulty_at_48(tmp_path)
+    command = [sys.executable, "-m", "kernelrules", "tune", str(HARNESS), str(faulty), "--interpret", "--arch",
+               "ampere", "--trials", "2", "--top-k", "1", "--rounds", "1", "-j", "2", "--json",
+               "--storage", str(tmp_path / "s.db"), "--cache-dir", str(tmp_path / "c")]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    summaries = [json.loads(line) for line in out.stdout.splitlines() if '"summary"' in line[:30]]
+    assert [s["space"] for s in summaries] == [str(HARNESS), str(faulty)]
+    refused = subprocess.run(command + ["--study-name", "one"], capture_output=True, text=True, timeout=120,
+                             cwd=tmp_path)
+    assert refused.returncode == 2 and "--study-name names one problem's study" in refused.stderr
+    assert refused.stdout == ""
