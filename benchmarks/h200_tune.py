@@ -25,7 +25,10 @@ per run, when the best-so-far first came within 2 % of the target (``--target-ms
 the exhaustive sweep's best, else the best time any run measured; search timings, same
 GPU), and how many trials that took. Each run is saved as ``DIR/run-<method>-<r>.json``
 as soon as it ends, so a device call cut short keeps what finished, and the methods can
-be split over several calls; ``--summarize DIR [DIR ...]`` merges saved runs into
+be split over several calls; ``--warm`` runs everything in one ``TuneSession`` after a one-trial warm-up run of
+the space, so each run finds the benchmark worker and the compile workers started, as the second and later problems
+of ``kernelrules tune A B ...`` do (each run still has its own study, caches and, in the worker, freshly loaded
+kernels); ``--summarize DIR [DIR ...]`` merges saved runs into
 ``comparison.json`` and the table without running anything. ``--interpret --arch ampere --space
 tests/fixtures/tune/matmul_small.yaml`` runs the whole script on a CPU (meaningless
 timings) to check it.
@@ -45,6 +48,8 @@ from pathlib import Path
 SCRIPT_STARTED = time.monotonic()
 REPO = Path(__file__).resolve().parent.parent
 METHODS = ("kernelrules", "tpe-raw", "random-raw", "inductor")
+#: With ``--warm``: the processes every run of this script shares (``kernelrules.tune.driver.TuneSession``).
+SESSION = None
 
 
 def inductor_filter(space_path: Path, arch_name: str | None):
@@ -104,9 +109,9 @@ def run_method(method: str, repeat: int, args) -> dict:
         options = TuneOptions(**common, sampler="grid", stage="none", model_seeds=0,
                               candidate_filter=inductor_filter(Path(args.space), args.arch or _gpu_arch()))
     started = time.time()
-    tuner = Tuner(args.space, options)
+    tuner = Tuner(args.space, options, session=SESSION)
     result = tuner.run()
-    return {"method": method, "repeat": repeat, "wall_s": time.time() - started,
+    return {"method": method, "repeat": repeat, "wall_s": time.time() - started, "warm": SESSION is not None,
             "before_clock_s": round(tuner.started - SCRIPT_STARTED, 3),
             "summary": portable(result.summary, Path(args.out)),
             "records": [_kept(r) for r in result.records]}
@@ -149,7 +154,7 @@ def tune_subspace(values: dict, args, name: str, top_k: int, rounds: int, candid
                           candidate_filter=candidate_filter)
     started = time.time()
     try:
-        result = Tuner(str(subspace), options).run()
+        result = Tuner(str(subspace), options, session=SESSION).run()
     finally:
         subspace.unlink(missing_ok=True)
     return result, round(time.time() - started, 1)
@@ -286,9 +291,37 @@ def main() -> None:
     parser.add_argument("--remeasured", type=Path, default=None,
                         help="remeasure.json (h200_remeasure.py): count a run as within 2%% from its first timed "
                              "config whose re-measured median is within 2%% of the best re-measured one")
+    parser.add_argument("--warm", action="store_true",
+                        help="every run in one TuneSession, after a one-trial warm-up run of the space: each run finds "
+                             "the benchmark worker (torch, the GPU's context) and the compile workers started")
     args = parser.parse_args()
     args.gpus = [g for g in args.gpus.split(",") if g]
     Path(args.out).mkdir(parents=True, exist_ok=True)
+    if args.warm and not args.summarize:
+        start_warm_session(args)
+    try:
+        return run_and_report(args)
+    finally:
+        if SESSION is not None:
+            SESSION.close()
+
+
+def start_warm_session(args) -> None:
+    """Open the shared session and warm it with a one-trial run of the space in its own folder (not a run)."""
+    global SESSION
+    from kernelrules.tune.driver import TuneOptions, TuneSession, Tuner
+
+    SESSION = TuneSession()
+    folder = Path(args.out) / "warm-up"
+    options = TuneOptions(arch=args.arch, trials=1, gpus=args.gpus, interpret=args.interpret, seed=0,
+                          storage=str(folder / "study.db"), cache_dir=str(folder / "compile-cache"),
+                          study_name="warm-up", top_k=1, rounds=1, bench_timeout=args.bench_timeout, jobs=args.jobs)
+    started = time.time()
+    Tuner(args.space, options, session=SESSION).run()
+    print(f"== warm-up: {time.time() - started:.1f} s", flush=True)
+
+
+def run_and_report(args) -> None:
     if args.summarize:
         runs = [json.loads(f.read_text()) for d in args.summarize for f in sorted(Path(d).glob("run-*.json"))]
     else:

@@ -14,6 +14,9 @@ method=${METHOD:-kernelrules}
 prefix=live; extra=()
 # a baseline's runs are compared by their time to 2% only: no pick timed beside the reference, one final round
 [ "$method" = kernelrules ] || { prefix=$method; extra=(--no-pair --top-k 1 --rounds 1); }
+# WARM=1: h200_tune.py --warm: the run finds the benchmark worker and the compile workers started (a one-trial
+# warm-up run first), as the later problems of `kernelrules tune A B ...` do; its JSON says "warm": true
+[ -n "${WARM:-}" ] && extra+=(--warm)
 for item in "$@"; do
   problem=${item%%=*}; target=${item#*=}
   name=${problem/\//__}

@@ -325,6 +325,8 @@ def _reproduce(w) -> None:
       "(tpe-raw-*.json; compare: benchmarks/suite_live_vs_tpe.py)")
     w("KR_COMMIT=<commit> bash benchmarks/suite_live_pairs.sh 540 40 90 ...  # both, back to back per problem in "
       "one call (like for like); writes $OUT/suite-pairs.tgz")
+    w("KR_COMMIT=<commit> WARM=1 bash benchmarks/suite_live_pairs.sh 540 40 90 ...  # the same with warm workers "
+      "(each run after a one-trial warm-up in the same process, as `kernelrules tune A B ...`'s later problems)")
     w("```")
     w("")
     w("Then here (no GPU):")

@@ -299,8 +299,11 @@ def worker_main(conn: Any, settings: WorkerSettings, steps: dict[str, float] | N
             if kind == "stop":
                 share_host_modules(settings, into_study=False)
                 return
-            if kind == "load":  # the next problem: its session replaces this one
+            if kind == "load":  # the next problem: its session replaces this one, its kernels loaded afresh
                 share_host_modules(settings, into_study=False)
+                from .launch import forget_loaded
+
+                forget_loaded()
                 settings, steps = message[1], None
                 break
             if kind == "evaluate":

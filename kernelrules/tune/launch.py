@@ -32,6 +32,13 @@ from .problem import TORCH_DTYPES, ProblemSpec
 _LOADED: dict[str, Any] = {}
 
 
+def forget_loaded() -> None:
+    """Load every kernel module afresh from now on: a benchmark worker given another problem (``load``) starts with
+    new ``@triton.jit`` functions, whose in-memory caches hold no binary an earlier problem compiled (each problem's
+    compiles are its own; its Triton cache on disk is its own too)."""
+    _LOADED.clear()
+
+
 def load_module(path: str) -> Any:
     """Import a Python file by path (its folder goes on sys.path for its own imports)."""
     path = str(Path(path).resolve())

@@ -88,3 +88,16 @@ def test_the_command_tunes_several_spaces_and_refuses_one_study_name_for_them(tm
                              cwd=tmp_path)
     assert refused.returncode == 2 and "--study-name names one problem's study" in refused.stderr
     assert refused.stdout == ""
+
+
+def test_a_worker_given_another_problem_loads_its_kernels_afresh():
+    """On ``load`` the worker forgets the kernel modules it loaded: the next problem's @triton.jit functions hold no
+    binary an earlier problem compiled (each run's compiles are its own)."""
+    from kernelrules.tune import launch
+
+    path = str(FIXTURES / "faulty.py")
+    first = launch.load_module(path)
+    assert launch.load_module(path) is first
+    launch.forget_loaded()
+    again = launch.load_module(path)
+    assert again is not first and again.faulty_kernel is not first.faulty_kernel
