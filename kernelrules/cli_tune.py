@@ -43,7 +43,7 @@ def _seconds(text: Optional[str]) -> Optional[float]:
 
 
 def tune_command(
-    spaces: List[Path] = typer.Argument(..., metavar="SPACE...", help="Space file(s) (YAML) whose problem section says how to run the kernel; several are tuned in turn, the workers kept warm."),
+    spaces: List[Path] = typer.Argument(..., metavar="SPACE", help="Space file(s) (YAML) whose problem section says how to run the kernel; several are tuned in turn, the workers kept warm."),
     arch: Optional[str] = typer.Option(None, "--arch", help="Target architecture (default: the current GPU)."),
     trials: Optional[int] = typer.Option(None, "--trials", help="Stop when the study has judged this many configs."),
     time_budget: Optional[str] = typer.Option(None, "--time-budget", help="Stop asking for candidates after this long (600, 10m, 1h)."),
@@ -69,9 +69,7 @@ def tune_command(
 ) -> None:
     """Search a space on the GPU(s): gate candidates with the rules, check them, time them, name the winner.
 
-    Several space files (the shapes of one kernel, say) are tuned one after another in one process: the benchmark
-    workers and the compile workers started for the first serve the next (``tune_many``), each problem with its own
-    study, budget and summary. The exit code is 0 when every problem named a winner."""
+    Several space files are tuned in turn, the workers kept warm; exit 0 when every one named a winner."""
     from .tune.driver import TuneOptions, TuneSession, Tuner
     from .tune.output import Progress, json_line, summary_lines, trial_line
     from .tune.timing import TIMERS
