@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 pytest.importorskip("optuna")
 pytest.importorskip("torch")
 
+from tune_checks import children_running  # noqa: E402
 from kernelrules.compile.pool import CompilePool  # noqa: E402
 from kernelrules.errors import KernelrulesError  # noqa: E402
 from kernelrules.tune.driver import tune_many  # noqa: E402
@@ -23,18 +23,7 @@ FAULTY, HARNESS = FIXTURES / "faulty.yaml", FIXTURES / "harness.yaml"
 
 
 def _bench_workers_of_this_process() -> list[int]:
-    """Live benchmark workers whose parent is this process (Linux /proc)."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
-            cmdline = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        if int(fields.get("PPid", "0")) == os.getpid() and b"kernelrules.tune.bench_process" in cmdline \
-                and not fields.get("State", "").startswith("Z"):
-            found.append(int(status.parent.name))
-    return found
+    return children_running("kernelrules.tune.bench_process")
 
 
 def _faulty_at_48(tmp_path: Path) -> Path:

@@ -21,6 +21,7 @@ from kernelrules.tune.driver import Tuner  # noqa: E402
 from kernelrules.tune.compile_stream import CompileStream  # noqa: E402
 from kernelrules.errors import KernelrulesError  # noqa: E402
 from kernelrules.tune.gate import Gate  # noqa: E402
+from tune_checks import children_running  # noqa: E402
 from kernelrules.tune.startup import MAX_FIRST_GUESSES, MAX_GUESS_CONFIGS, first_compiles, guess_budget, warm_sampler_imports  # noqa: E402
 
 SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
@@ -162,17 +163,7 @@ def test_a_worker_can_start_when_it_is_idle_and_a_candidate_or_a_verdict_is_read
 
 def _compile_workers_of_this_process() -> list[int]:
     """Live compile-pool workers whose parent is this process (Linux /proc)."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
-            cmdline = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        if int(fields.get("PPid", "0")) == os.getpid() and b"kernelrules.compile.pool" in cmdline \
-                and not fields.get("State", "").startswith("Z"):
-            found.append(int(status.parent.name))
-    return found
+    return children_running("kernelrules.compile.pool")
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")

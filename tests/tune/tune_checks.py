@@ -1,9 +1,11 @@
-"""Assertions shared by the tune storage tests (SQLite and PostgreSQL)."""
+"""Assertions shared by the tune tests: the storage tests (SQLite and PostgreSQL), the worker processes left."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
+from pathlib import Path
 
 from kernelrules.tune.records import final_records
 
@@ -31,3 +33,19 @@ def assert_two_workers_settled(records: list[dict], outputs: list[tuple[str, str
     per_process = [[json.loads(line) for line in out.splitlines()] for out, _err in outputs]
     over = [r for r in records if r["status"] == "over_budget"]  # asked as the other process took the last slot
     assert sum(len(lines) - 1 for lines in per_process) == len(records) - len(duplicates) - len(over)
+
+
+def children_running(module: str) -> list[int]:
+    """Live processes whose parent is this process and whose command line names ``module`` (Linux /proc): the
+    compile pool's workers (``kernelrules.compile.pool``) or the benchmark workers (``kernelrules.tune.bench_process``)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+            cmdline = (status.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(fields.get("PPid", "0")) == os.getpid() and module.encode() in cmdline \
+                and not fields.get("State", "").startswith("Z"):
+            found.append(int(status.parent.name))
+    return found
