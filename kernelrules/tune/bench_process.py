@@ -274,8 +274,8 @@ def take_early_messages(conn: Any) -> list[tuple]:
 def worker_main(conn: Any, settings: WorkerSettings, steps: dict[str, float] | None = None) -> None:
     """Entry point of a benchmark worker process (``steps``: the start-up steps :func:`main` took already): start
     the problem's session, then serve requests; a ``load`` request starts another problem's session in the same
-    process (torch, the GPU's context and Triton stay loaded: :func:`kernelrules.tune.driver.tune_many`)."""
-    die_with_parent()
+    process (torch, the GPU's context and Triton stay loaded: :func:`kernelrules.tune.driver.tune_many`). :func:`main`
+    has made the process die with its parent already."""
     watch_parent(_exit_now, period=1.0)
     import warnings
 

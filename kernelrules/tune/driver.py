@@ -353,11 +353,8 @@ class Tuner:
                 self.ledger.abandon()
             for worker in workers:
                 if worker.info and self.session is not None:
-                    continue  # kept for the session's next problem (it stops them at the end)
-                if worker.info:
-                    worker.stop()
-                else:  # never ready (an error while the space was judged): not listening yet
-                    worker.kill()
+                    continue  # kept for the session's next problem (it shuts them at the end)
+                _shut(worker)  # one never ready (an error while the space was judged) is killed
             if hasattr(self, "heartbeat"):
                 self.heartbeat.stop()
             if hasattr(self, "gate"):  # made after the workers' start, which may have failed
@@ -684,10 +681,7 @@ class TuneSession:
     def close(self) -> None:
         """Stop the workers and close the pool."""
         for worker in self.workers:
-            if worker.info:
-                worker.stop()
-            else:
-                worker.kill()
+            _shut(worker)
         self.workers = []
         if self.pool is not None:
             self.pool.close()
@@ -715,6 +709,14 @@ def spawn_workers(options: TuneOptions) -> list:
     for worker in workers:
         worker.spawn()
     return workers
+
+
+def _shut(worker: Any) -> None:
+    """End a benchmark worker either way: stop one that said ready (it listens), kill one that never did."""
+    if worker.info:
+        worker.stop()
+    else:
+        worker.kill()
 
 
 def _kill_all(workers: Sequence[Any]) -> None:

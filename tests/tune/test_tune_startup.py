@@ -278,7 +278,7 @@ def test_the_specializer_warm_up_loads_what_tritons_first_launch_imports():
 
 def test_a_benchmark_worker_starts_without_the_rule_language_the_schema_or_yaml():
     """The worker's chain to its first timing starts with its own imports, before torch's: its module and the
-    settings it unpickles (a ProblemSpec) load no lark, jsonschema, YAML or space loader (0.23 s -> 0.08 s of imports
+    settings it unpickles (a ProblemSpec) load no lark, jsonschema, YAML or space loader (0.22 s -> 0.09 s of imports
     on a 2-core CPU); the problem's argument expressions need only safeexpr."""
     import pickle
 
