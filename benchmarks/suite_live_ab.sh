@@ -7,7 +7,7 @@
 # benchmarks/suite pyproject.toml README.md` (carried with the wheels of .suite-new/.whl). VARIANTS is a
 # comma-separated list of old, head and head-do_bench (the working tree with `--timer do_bench`); for each
 # problem every variant runs once, in that order, each with its own code's benchmarks/h200_tune.py, while
-# BUDGET + 30 s are left of UNTIL_SECONDS. Every run's JSON goes into $OUT/suite-ab.tgz as
+# BUDGET + 30 s are left of UNTIL_SECONDS, after one warm-up of the machine (torch on the GPU). Every run's JSON goes into $OUT/suite-ab.tgz as
 # ab-<variant>-<family>__<shape>.json with the commit it ran. The dependencies (wheels) are shared.
 set -u
 until=$(( $(date +%s) + $1 )); budget=$2; old_tgz=$3; variants=$4; shift 4
@@ -17,6 +17,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-build-isolation --upgrade --target "$work/site-head" . || exit 1
 rm -rf "$work/old" && mkdir -p "$work/old" && tar xzf "$old_tgz" -C "$work/old" || exit 1
 (cd "$work/old" && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-build-isolation --upgrade --target "$work/site-old" .) || exit 1
+# warm the machine once (torch on the GPU, Triton's import) so that no variant's run is the machine's first
+PYTHONPATH=$work/site-head:$deps python3 -c "import torch, triton; torch.zeros(1, device='cuda'); torch.cuda.synchronize()" || exit 1
 packed=$work/ab-out
 rm -rf "$packed" && mkdir -p "$packed"
 export PYTHONUNBUFFERED=1
