@@ -16,7 +16,8 @@ TIMED = ("better", "slower")
 def assert_two_workers_settled(records: list[dict], outputs: list[tuple[str, str]], trials: int) -> None:
     """Two ``kernelrules tune --json`` processes with the same sampler seed on one study: no config
     was timed twice, both timed some, hardly any duplicate and each points at the trial that owns its config,
-    the study holds ``trials`` configs, and each process printed one line per trial it owned."""
+    the study holds ``trials`` configs, and each process printed one line per trial it owned (not a duplicate,
+    nor one asked as the other process took the last slot, ``over_budget``)."""
     timed = [r for r in records if r["status"] in TIMED]
     keys = Counter(r["key"] for r in timed)
     assert keys and max(keys.values()) == 1
@@ -31,8 +32,13 @@ def assert_two_workers_settled(records: list[dict], outputs: list[tuple[str, str
     final = final_records(records)
     assert len(final) == trials, (Counter(r["status"] for r in records), [(r["trial"], r["status"], r.get("worker"), r.get("error")) for r in records])
     per_process = [[json.loads(line) for line in out.splitlines()] for out, _err in outputs]
-    over = [r for r in records if r["status"] == "over_budget"]  # asked as the other process took the last slot
-    assert sum(len(lines) - 1 for lines in per_process) == len(records) - len(duplicates) - len(over)
+    printed = sorted(line["trial"] for lines in per_process for line in lines if line.get("type") == "trial")
+    # a seed still queued when the processes reached the total ("waiting") was asked by neither: it is the study's,
+    # left for a later run (test_tune_loop.py::test_seeds_left_waiting_are_queued_not_in_flight). Left only when one
+    # process sampled before the other had queued the seeds.
+    expected = sorted(r["trial"] for r in records if r["status"] not in ("duplicate", "over_budget", "waiting"))
+    assert printed == expected, ([r for r in records if r["trial"] in set(expected) ^ set(printed)],
+                                 Counter(r["status"] for r in records))
 
 
 def children_running(module: str) -> list[int]:
