@@ -22,6 +22,9 @@ for item in "$@"; do
   name=${problem/\//__}
   live=.suite-work/$prefix/$name
   best=$(python3 benchmarks/suite_live_targets.py --best-config "$name")
+  # a fresh folder: an earlier call's study there (a warm machine) made h200_tune.py stop with "was made for another
+  # kernel" or resume it, and its old run JSON was then stamped as this run's (pairs-ad2a2a2-cold, not committed)
+  rm -rf "$live"
   python3 benchmarks/h200_tune.py --out "$live" --space "benchmarks/suite/$problem.tune.yaml" \
     --methods "$method" --time-budget "$seconds" --target-ms "$target" --time-config "$best" "${extra[@]}" 2>&1 | tail -8
   python3 benchmarks/suite_stamp_run.py "$live/run-$method-0.json" "$OUT/$prefix-$name.json"
