@@ -64,6 +64,8 @@ class Candidate:
     #: ``asked_s`` and ``sent_s`` (what waited between: the compile and its verdict, then a free worker).
     asked_s: float | None = None
     sent_s: float | None = None
+    #: ``"perf_model"`` for a trial the perf model queued (its trial number follows the model's ranking), else None.
+    seeded: str | None = None
 
 
 def predicted_to_spill(judgement: Judgement | None) -> bool:

@@ -161,6 +161,20 @@ def test_a_worker_can_start_when_it_is_idle_and_a_candidate_or_a_verdict_is_read
     assert not _worker_can_start([busy], ["candidate"], verdict)
 
 
+def test_the_perf_models_seeds_go_to_the_workers_in_its_order_then_the_rest_as_they_became_ready():
+    from types import SimpleNamespace
+
+    from kernelrules.tune.driver import _next_to_send
+
+    def candidate(number, seeded=None):
+        return SimpleNamespace(trial=SimpleNamespace(number=number), seeded=seeded)
+
+    # ready in the order their compiles finished: a sampled config, seeds 3 and 1, a queued retry
+    pending = collections.deque([candidate(7), candidate(3, "perf_model"), candidate(1, "perf_model"), candidate(9)])
+    sent = [_next_to_send(pending).trial.number for _ in range(4)]
+    assert sent == [1, 3, 7, 9] and not pending
+
+
 def _compile_workers_of_this_process() -> list[int]:
     """Live compile-pool workers whose parent is this process (Linux /proc)."""
     return children_running("kernelrules.compile.pool")
