@@ -34,6 +34,8 @@ LIVE_SERIES = "live-e1c7981"
 PAIRED_SERIES = "live-e1c7981"
 #: Live TPE runs on the raw space (the issue's baseline), compared with LIVE_SERIES by benchmarks/suite_live_vs_tpe.py.
 TPE_SERIES = "tpe-raw-e1c7981"
+#: Like-for-like series (benchmarks/suite_live_pairs.sh): both sides of each problem back to back in one device call.
+PAIR_SERIES = ("pairs-ad2a2a2-warm",)
 DOC = REPO / "docs" / "suite.md"
 NEAR = (0.02, 0.05, 0.10)
 
@@ -642,6 +644,40 @@ def _paired_section(w) -> None:
     w(suite_live_paired.markdown(rows))
     w("")
     _tpe_section(w)
+    for series in PAIR_SERIES:
+        _pairs_section(w, series)
+
+
+def _pairs_section(w, series: str) -> None:
+    """A like-for-like series: kernelrules and TPE on the raw space, each problem's two runs in one device call."""
+    import suite_live_vs_tpe as vs
+
+    folder = RESULTS / series
+    live, tpe = vs.load(folder, "live-"), vs.load(folder, "tpe-raw-")
+    rows = vs.compare(live, tpe)
+    if not rows:
+        return
+    warm = all(run.get("warm") for run in [*live.values(), *tpe.values()])
+    commits = sorted({run.get("kernelrules_commit") or "unknown" for run in [*live.values(), *tpe.values()]})
+    w(f"### Like for like{', warm' if warm else ''} (`{series}`: {len(rows)} of 43 problems)")
+    w("")
+    w(f"Both sides of each problem back to back in one device call, on one machine (kernelrules "
+      f"{', '.join(commits)}; `benchmarks/suite_live_pairs.sh`, the series' README gives the call)"
+      + (": every run warm, after a one-trial warm-up run of the same space in the same process (`h200_tune.py "
+         "--warm`), as the later problems of `kernelrules tune A B ...` find the benchmark worker and the compile "
+         "workers; the measured run's caches are empty" if warm else "")
+      + f". The same criterion as above. `python benchmarks/suite_live_vs_tpe.py benchmarks/results/suite/{series} "
+      f"benchmarks/results/suite/{series} --table`.")
+    w("")
+    w(vs.table(rows))
+    w("")
+    s = vs.summary(rows)
+    if s["geomean_ratio"]:
+        bound = ">= " if s["lower_bound"] else ""
+        w(f"- kernelrules reached the 2% band {bound}{s['geomean_ratio']:.1f}x sooner than TPE (geometric mean over "
+          f"{s['with_ratio']} problems, {len({r['problem'].split('__')[0] for r in rows})} families: not yet the "
+          f"suite; at least 5x sooner in {s['at_least_5x']}).")
+    w("")
 
 
 def _tpe_section(w) -> None:
