@@ -27,6 +27,7 @@ import signal
 import struct
 import sys
 import tempfile
+from typing import Any
 
 from ..discover.pysource import use_views
 from .compilejob import CompileJob, CompileResult
@@ -112,19 +113,31 @@ def _clear_directory(path: str) -> None:
                 pass
 
 
-def _run_captured(job: CompileJob, capture_fd: int, use_triton_cache: bool) -> CompileResult:
+def _run_captured(job: CompileJob, capture_fd: int, use_triton_cache: bool,
+                  on_compiled: Any = None) -> CompileResult:
     """Compile one job with fd 2 (C++/LLVM diagnostics) going to ``capture_fd``."""
     from .compilejob import compile_job
 
     os.ftruncate(capture_fd, 0)
     os.lseek(capture_fd, 0, os.SEEK_SET)
-    result = compile_job(job, use_triton_cache=use_triton_cache)
+    result = compile_job(job, use_triton_cache=use_triton_cache, on_compiled=on_compiled)
     if not result.ok:
         os.lseek(capture_fd, 0, os.SEEK_SET)
         native = os.read(capture_fd, 1 << 20).decode("utf-8", "replace")
         if native.strip():
             result.log = (result.log + "\n" + native).strip()[-20000:]
     return result
+
+
+def _prebuild_host_modules(kernel: Any, cache_dir: str) -> None:
+    """Triton's CUDA helper and this kernel's launcher, built into the shared cache for the launching process
+    (:mod:`kernelrules.compile.host_prebuild`); never an error of the worker's."""
+    from .host_prebuild import prebuild
+
+    try:
+        prebuild(getattr(kernel, "src", None), getattr(kernel, "metadata", None), cache_dir)
+    except Exception:  # noqa: BLE001 - best effort: the launch builds what is missing
+        pass
 
 
 def _warm_up() -> None:
@@ -197,8 +210,10 @@ def main() -> None:
         # Triton reads TRITON_CACHE_DIR at every compile: a shared cache is used as is,
         # the private one is bypassed (always_compile) and emptied after the job.
         os.environ["TRITON_CACHE_DIR"] = shared_cache or scratch
+        compiled: list = []  # with a shared cache (a launching process reads it): the kernel, for its host modules
         try:
-            result = _run_captured(job, capture.fileno(), use_triton_cache=bool(shared_cache))
+            result = _run_captured(job, capture.fileno(), use_triton_cache=bool(shared_cache),
+                                   on_compiled=compiled.append if shared_cache else None)
         except BaseException as exc:  # noqa: BLE001 - report, then keep serving
             result = CompileResult.failure("internal", f"worker: {type(exc).__name__}: {exc}")
         try:
@@ -206,6 +221,8 @@ def main() -> None:
         except OSError:  # the pool is gone: nobody reads the answer
             shutil.rmtree(scratch, ignore_errors=True)
             return
+        if compiled:  # after the answer: the verdict does not wait for a C compile
+            _prebuild_host_modules(compiled[0], shared_cache)
         _clear_directory(scratch)
 
 

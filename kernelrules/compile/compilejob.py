@@ -26,7 +26,7 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import KernelSourceError, KernelSyntaxError, SignatureSpecError
 
@@ -357,12 +357,15 @@ def prepare_failure(exc: Exception) -> CompileResult:
     return CompileResult.failure(kind, str(exc), str(exc), error_path=path, error_line=line)
 
 
-def compile_job(job: CompileJob, *, use_triton_cache: bool = False) -> CompileResult:
+def compile_job(job: CompileJob, *, use_triton_cache: bool = False,
+                on_compiled: Callable[[Any], None] | None = None) -> CompileResult:
     """Compile ``job`` in this process (no time limit) and classify the outcome.
 
     By default Triton's cache is bypassed, so the compile is cold and every artifact
     (the ptxas log included) is produced; pool workers also compile into a private,
     emptied cache directory. ``use_triton_cache=True`` lets Triton's cache answer.
+    ``on_compiled`` gets Triton's compiled kernel after a successful compile (a compile
+    worker builds its host modules: :mod:`kernelrules.compile.host_prebuild`).
     """
     start = time.perf_counter()
     try:
@@ -387,6 +390,8 @@ def compile_job(job: CompileJob, *, use_triton_cache: bool = False) -> CompileRe
     result.log = output.getvalue()[-20000:] if not result.ok else ""
     result.specialization = json_safe(spec.key_data())
     _finish(result, start)
+    if result.ok and on_compiled is not None:
+        on_compiled(kernel)
     if job.analyze and result.ok:
         analyze(result)
     return result
