@@ -27,5 +27,7 @@ for item in "$@"; do
   rm -rf "$live"
   python3 benchmarks/h200_tune.py --out "$live" --space "benchmarks/suite/$problem.tune.yaml" \
     --methods "$method" --time-budget "$seconds" --target-ms "$target" --time-config "$best" "${extra[@]}" 2>&1 | tail -8
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -ne 0 ]; then echo "== $method $item FAILED (h200_tune.py exit $rc): no JSON kept"; continue; fi
   python3 benchmarks/suite_stamp_run.py "$live/run-$method-0.json" "$OUT/$prefix-$name.json"
 done
