@@ -93,6 +93,11 @@ class Tuner:
         self.notes: list[str] = []
         self.records: list[dict] = []
         self.learned = LearnedConstraints()
+        #: Who queues the perf model's seeds in a new study ("here", "elsewhere"; None: not decided before the
+        #: judging) and the key of the first guess timed before it (:meth:`_time_first_guess`).
+        self.seeding: str | None = None
+        self.first_guess_key: str | None = None
+        self.first_guess_sent = False
         self.best_ms: float | None = None
         self.previous_ms: float | None = None
         #: A timed config of a loop-free kernel by its key without num_stages: (trial, ms), for its stage twins.
@@ -178,6 +183,8 @@ class Tuner:
         workers, self.spawned = self.spawned or spawn_workers(o), []  # a second run() spawns its own
         if self.session is not None:
             self.session.workers = workers
+        #: Workers that served a problem before (a session's later problem): they are ready within milliseconds.
+        self.warm_workers = bool(workers) and all(worker.settings is not None for worker in workers)
         for worker, gpu in zip(workers, gpus):
             give = worker.configure if worker.settings is None else worker.load  # a session's worker: next problem
             give(WorkerSettings(
@@ -212,7 +219,8 @@ class Tuner:
 
         try:
             for worker in workers:
-                worker.wait_ready()
+                if not worker.info:  # (one the first guess went to is ready already)
+                    worker.wait_ready()
         except WorkerError as exc:
             for worker in workers:
                 worker.kill()
@@ -238,28 +246,58 @@ class Tuner:
         except Exception:  # noqa: BLE001 - an optimisation only: the judging reports what is wrong
             pass
 
-    def _compile_first_guesses(self) -> None:
+    def _compile_first_guesses(self) -> list[KernelConfig]:
         """A new study's first seeds, guessed from the configs' values, compile while the probes run
-        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers)."""
+        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers); the guesses."""
         o = self.options
         count, limit = guess_budget(len(self.configs), self.gate.compile_workers(), o.model_seeds)
         if o.stage != "compiled" or self.study.trials or o.sampler == "grid" or not count:
-            return
+            return []
         try:
             guesses = (o.seeder or perf_model_seeds)(self.gate.plain_survivors(self.configs), self.arch,
                                                      dict(self.space.problem), count)
         except Exception:  # noqa: BLE001 - a kernel the judging is about to report on: no guesses
-            return
+            return []
         if guesses:
             self.gate.compile_ahead(guesses, limit)
+        return list(guesses)
+
+    def _time_first_guess(self, workers: list, guesses: Sequence[KernelConfig]) -> Candidate | None:
+        """With warm benchmark workers (a later problem of :func:`tune_many`), the first guess goes to a worker as
+        soon as its own compiles are judged, before the whole space is: the judging waits for the probe compiles
+        (0.4-0.8 s of an H200 run's 1.3-1.9 s to its first timing, with empty caches), the first guess does not
+        need them (its compiled facts are the truth). The guess becomes the study's first seed. Not for a fresh
+        worker (seconds from ready: nothing to gain), a harness problem (its edge shapes come from the worker),
+        nor a study that has trials or that another process seeds. The candidate sent, or None."""
+        o = self.options
+        if not (guesses and self.warm_workers and o.stage == "compiled" and not self.spec.harness
+                and o.model_seeds > 0 and not self.study.trials):
+            return None
+        if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
+            self.seeding = "elsewhere"
+            return None
+        self.seeding, self.first_guess_key = "here", _key(guesses[0])
+        self.study.enqueue_trial(self.codec.encode(guesses[0].to_dict()), user_attrs={"kr_seeded": "perf_model"})
+        candidate, _new = self._ask()
+        if candidate is None or not self._after_compile(candidate, self.gate.judge_now(candidate.config)):
+            return None
+        self._await_workers(workers[:1])
+        candidate.sent_s = self._elapsed()
+        workers[0].send(("evaluate", candidate.config.to_dict()), candidate)
+        self._mark("first_guess_sent")
+        return candidate
 
     def _seed(self) -> list[KernelConfig]:
-        """Queue the perf model's best guesses first in a new study; the configs queued, in order."""
+        """Queue the perf model's best guesses first in a new study; the configs queued, in order (after the first
+        guess, when it was asked already: :meth:`_time_first_guess`)."""
         o = self.options
-        if self.study.trials or o.model_seeds <= 0 or o.sampler == "grid":
+        if self.seeding == "elsewhere":
             return []
-        if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
-            return []
+        if self.seeding is None:
+            if self.study.trials or o.model_seeds <= 0 or o.sampler == "grid":
+                return []
+            if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
+                return []
         passing = [c for c in self.configs if o.stage == "none" or self.gate.at_config_stage(c).passed]
         seeder = o.seeder or perf_model_seeds
         try:
@@ -267,10 +305,14 @@ class Tuner:
                            model=getattr(self.gate, "model", None))
         except TypeError:
             seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds)
-        seeds = list({_key(c): c for c in seeds if _key(c) in self.space_keys}.values())  # each config once
+        taken = {self.first_guess_key}  # asked already (sent, or judged and told)
+        seeds = list({_key(c): c for c in seeds if _key(c) in self.space_keys and _key(c) not in taken}.values())
         for config in seeds:
             self.study.enqueue_trial(self.codec.encode(config.to_dict()), user_attrs={"kr_seeded": "perf_model"})
-        if seeds:
+        if self.first_guess_sent:
+            self.notes.append(f"the perf model's first guess was timed before the space was judged (warm workers), "
+                              f"{len(seeds)} more configs from the perf model queued after it")
+        elif seeds:
             self.notes.append(f"{len(seeds)} configs from the perf model queued first")
         return seeds
 
@@ -309,7 +351,13 @@ class Tuner:
             self._share_triton_key()
             # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
             warming = warm_sampler_imports(o.sampler)
-            self._compile_first_guesses()
+            guesses = self._compile_first_guesses()
+            self.seeding, self.first_guess_key = None, None  # who seeds, once the first guess decided; its key
+            self.first_guess_sent = False
+            if guesses and self.warm_workers and warming is not None:  # its ask must not run beside the import
+                warming.join()
+                warming = None
+            self.first_guess_sent = self._time_first_guess(workers, guesses) is not None
             judged = self.gate.prejudge(self.configs) if o.stage != "none" else {}
             self.gate.stop_compiling_ahead()
             self._mark("space_judged")

@@ -112,6 +112,16 @@ class Gate:
 
         return CompileStream(self.judge_compiled, self.job, self.pruner.compile_feed, side_jobs=self.edge_jobs)
 
+    def judge_now(self, config: KernelConfig) -> Judgement:
+        """The compiled-stage verdict on ``config`` in this thread, before :meth:`stream` runs the pool: its compile
+        and its edge-shape compiles (taken from the compiles ahead, or waited for), judged as the stream would."""
+        main = self.job(config)
+        result = None
+        for job, answer in self.pruner.pool.run([main, *self.edge_jobs(config)]):
+            if job is main:
+                result = answer
+        return self.judge_compiled(config, result)
+
     def compile_workers(self) -> int:
         """How many compiles the gate runs at once (its pool's workers)."""
         return self.pruner.pool.max_workers

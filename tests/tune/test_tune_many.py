@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +91,32 @@ def test_a_worker_given_another_problem_loads_its_kernels_afresh():
     launch.forget_loaded()
     again = launch.load_module(path)
     assert again is not first and again.faulty_kernel is not first.faulty_kernel
+
+
+def _matmul_at_64(tmp_path: Path) -> Path:
+    """matmul_small.yaml at M = N = K = 64: another problem of the same kernel (another default study name)."""
+    text = (FIXTURES / "matmul_small.yaml").read_text().replace("../../../examples/matmul.py",
+                                                                 str(FIXTURES.parents[2] / "examples" / "matmul.py"))
+    text = re.sub(r"(\n\s+(M|N|K|stride_am|stride_bk|stride_cm): )32\b", r"\g<1>64", text)
+    path = tmp_path / "matmul64.tune.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_later_problem_times_its_first_guess_before_its_space_is_judged(tmp_path):
+    """With the workers warm, the perf model's first guess goes to the GPU once its own compile is judged, not after
+    the whole space (the probe compiles): trial 0, seeded, sent before ``space_judged``; the other seeds follow it and
+    none repeats it. The first problem (a fresh worker) seeds as before."""
+    first, second = tune_many([FIXTURES / "matmul_small.yaml", _matmul_at_64(tmp_path)],
+                              **dict(_common(tmp_path), trials=4, jobs=4, stage="compiled"))
+    assert "first_guess_sent_s" not in first.summary["startup"]
+    assert "16 configs from the perf model queued first" in first.notes
+    startup = second.summary["startup"]
+    assert startup["first_guess_sent_s"] < startup["space_judged_s"] <= startup["seeded_s"]
+    sent = sorted((r for r in second.records if r.get("sent_s") is not None), key=lambda r: r["sent_s"])
+    assert sent[0]["trial"] == 0 and sent[0]["seeded"] == "perf_model" and sent[0]["status"] in ("better", "slower")
+    assert sent[0]["sent_s"] == pytest.approx(startup["first_guess_sent_s"], abs=0.01)
+    assert [r["trial"] for r in sent] == [0, 1, 2, 3] and all(r["seeded"] for r in sent)
+    assert not [r for r in second.records if r["status"] == "duplicate"]
+    assert len({r["key"] for r in second.records}) == len(second.records) == 4
+    assert any("first guess was timed before the space was judged" in n for n in second.notes)
