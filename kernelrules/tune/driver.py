@@ -28,7 +28,8 @@ implementation) and the winner is named.
 
 Why over 400 lines: the tuner's event loop (ask, gate, compile ahead, time, tell), its start-up and the
 study's opening. The options, candidates, result and perf-model seeds are in :mod:`kernelrules.tune.options`
-(re-exported here); the trials in flight (owned, told once, lost, abandoned) in :mod:`kernelrules.tune.ledger`.
+(re-exported here); the trials in flight (owned, told once, lost, abandoned) in :mod:`kernelrules.tune.ledger`; the
+session several problems share and the benchmark workers' start and end in :mod:`kernelrules.tune.session`.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
 from .startup import MAX_FIRST_GUESSES, first_compiles, guess_budget, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
+from .session import TuneSession, kill_unconfigured, shut_worker, spawn_workers
 from .target import arch_name, compiled_stage_blocked, default_study_name
 
 
@@ -75,9 +77,9 @@ class Tuner:
         try:
             self._load(space_path)
         except BaseException:
-            _kill_all(self.spawned)
+            kill_unconfigured(self.spawned)
             raise
-        weakref.finalize(self, _kill_all, self.spawned)  # a tuner never run (an error before run()) leaves none
+        weakref.finalize(self, kill_unconfigured, self.spawned)  # a tuner never run (an error before run()) leaves none
 
     def _load(self, space_path: str | Path) -> None:
         """The space, its problem, the architecture and what the run needs of them."""
@@ -402,7 +404,7 @@ class Tuner:
             for worker in workers:
                 if worker.info and self.session is not None:
                     continue  # kept for the session's next problem (it shuts them at the end)
-                _shut(worker)  # one never ready (an error while the space was judged) is killed
+                shut_worker(worker)  # one never ready (an error while the space was judged) is killed
             if hasattr(self, "heartbeat"):
                 self.heartbeat.stop()
             if hasattr(self, "gate"):  # made after the workers' start, which may have failed
@@ -717,25 +719,6 @@ class Tuner:
                 if isinstance(stamp, (int, float))}
 
 
-class TuneSession:
-    """What :func:`tune_many` keeps from one problem to the next: the benchmark workers (their torch, GPU context and
-    Triton loaded; each takes the next problem with a ``load`` request) and the gate's compile pool (its workers
-    up, Triton's source hash known)."""
-
-    def __init__(self) -> None:
-        self.workers: list = []
-        self.pool: Any = None
-
-    def close(self) -> None:
-        """Stop the workers and close the pool."""
-        for worker in self.workers:
-            _shut(worker)
-        self.workers = []
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
-
-
 def tune_many(spaces: Sequence[str | Path], **options: Any) -> list[TuneResult]:
     """Tune several spaces (problems) in turn with the same options, in one :class:`TuneSession`: the second and later
     problems find the benchmark workers and the compile workers started. Each problem has its own study, clock and
@@ -745,33 +728,6 @@ def tune_many(spaces: Sequence[str | Path], **options: Any) -> list[TuneResult]:
         return [Tuner(space, TuneOptions(**options), session=session).run() for space in spaces]
     finally:
         session.close()
-
-
-def spawn_workers(options: TuneOptions) -> list:
-    """One benchmark worker process per GPU (``--gpus``, else one), spawned without its settings: it imports torch
-    while the driver loads the space and the architecture (:meth:`BenchWorker.spawn`)."""
-    from .worker import BenchWorker
-
-    workers = [BenchWorker(index, None, compile_timeout=options.compile_timeout, bench_timeout=options.bench_timeout)
-               for index in range(len(options.gpus or ["0"]))]
-    for worker in workers:
-        worker.spawn()
-    return workers
-
-
-def _shut(worker: Any) -> None:
-    """End a benchmark worker either way: stop one that said ready (it listens), kill one that never did."""
-    if worker.info:
-        worker.stop()
-    else:
-        worker.kill()
-
-
-def _kill_all(workers: Sequence[Any]) -> None:
-    """Kill benchmark workers that never got their settings (a tuner that failed, or was never run)."""
-    for worker in workers:
-        if worker.settings is None:
-            worker.kill()
 
 
 def _worker_can_start(workers: Sequence[Any], pending: Sequence[Candidate], stream: Any) -> bool:
