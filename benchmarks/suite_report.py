@@ -671,13 +671,22 @@ def _pairs_section(w, series: str) -> None:
     w("")
     w(vs.table(rows))
     w("")
-    s = vs.summary(rows)
-    if s["geomean_ratio"]:
-        bound = ">= " if s["lower_bound"] else ""
-        w(f"- kernelrules reached the 2% band {bound}{s['geomean_ratio']:.1f}x sooner than TPE (geometric mean over "
-          f"{s['with_ratio']} problems, {len({r['problem'].split('__')[0] for r in rows})} families: not yet the "
-          f"suite; at least 5x sooner in {s['at_least_5x']}).")
+    families = len({r["problem"].split("__")[0] for r in rows})
+    line = _ratio_line(vs.summary(rows), f", {families} families{': not yet the suite' if len(rows) < 43 else ''};",
+                       "")
+    if line:
+        w(line)
     w("")
+
+
+def _ratio_line(s: dict, scope: str, tail: str) -> str | None:
+    """The geometric-mean line of a comparison with TPE (``s``: :func:`suite_live_vs_tpe.summary`); None without a
+    ratio. ``scope`` follows the problem count, ``tail`` the count of 5x problems."""
+    if not s["geomean_ratio"]:
+        return None
+    bound = ">= " if s["lower_bound"] else ""
+    return (f"- kernelrules reached the 2% band {bound}{s['geomean_ratio']:.1f}x sooner than TPE (geometric mean over "
+            f"{s['with_ratio']} problems{scope} at least 5x sooner in {s['at_least_5x']}{tail}).")
 
 
 def _tpe_section(w) -> None:
@@ -703,11 +712,9 @@ def _tpe_section(w) -> None:
     w("")
     w(vs.table(rows))
     w("")
-    mean = s["geomean_ratio"]
-    if mean:
-        bound = ">= " if s["lower_bound"] else ""
-        w(f"- kernelrules reached the 2% band {bound}{mean:.1f}x sooner than TPE (geometric mean over "
-          f"{s['with_ratio']} problems; at least 5x sooner in {s['at_least_5x']}; issue 13's target: 5x).")
+    line = _ratio_line(s, ";", "; issue 13's target: 5x")
+    if line:
+        w(line)
     for line in tpe_start_up_lines(rows):
         w(f"- {line}")
     w("")

@@ -264,30 +264,31 @@ class Tuner:
             self.gate.compile_ahead(guesses, limit)
         return list(guesses)
 
-    def _time_first_guess(self, workers: list, guesses: Sequence[KernelConfig]) -> Candidate | None:
+    def _time_first_guess(self, workers: list, guesses: Sequence[KernelConfig], warming: Any) -> bool:
         """With warm benchmark workers (a later problem of :func:`tune_many`), the first guess goes to a worker as
         soon as its own compiles are judged, before the whole space is: the judging waits for the probe compiles
         (0.4-0.8 s of an H200 run's 1.3-1.9 s to its first timing, with empty caches), the first guess does not
         need them (its compiled facts are the truth). The guess becomes the study's first seed. Not for a fresh
         worker (seconds from ready: nothing to gain), a harness problem (its edge shapes come from the worker),
-        nor a study that has trials or that another process seeds. The candidate sent, or None."""
-        o = self.options
-        if not (guesses and self.warm_workers and o.stage == "compiled" and not self.spec.harness
-                and o.model_seeds > 0 and not self.study.trials):
-            return None
+        nor a study that has trials or that another process seeds (guesses exist only for a new study at the
+        compiled stage). ``warming``, the sampler's import thread, is joined before the ask. Whether it was sent."""
+        if not (guesses and self.warm_workers and not self.spec.harness):
+            return False
         if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
             self.seeding = "elsewhere"
-            return None
+            return False
         self.seeding, self.first_guess_key = "here", _key(guesses[0])
+        if warming is not None:  # the ask must not run beside the sampler's import (run() joins it again: a no-op)
+            warming.join()
         self.study.enqueue_trial(self.codec.encode(guesses[0].to_dict()), user_attrs={"kr_seeded": "perf_model"})
         candidate, _new = self._ask()
         if candidate is None or not self._after_compile(candidate, self.gate.judge_now(candidate.config)):
-            return None
+            return False
         self._await_workers(workers[:1])
         candidate.sent_s = self._elapsed()
         workers[0].send(("evaluate", candidate.config.to_dict()), candidate)
         self._mark("first_guess_sent")
-        return candidate
+        return True
 
     def _seed(self) -> list[KernelConfig]:
         """Queue the perf model's best guesses first in a new study; the configs queued, in order (after the first
@@ -355,11 +356,7 @@ class Tuner:
             warming = warm_sampler_imports(o.sampler)
             guesses = self._compile_first_guesses()
             self.seeding, self.first_guess_key = None, None  # who seeds, once the first guess decided; its key
-            self.first_guess_sent = False
-            if guesses and self.warm_workers and warming is not None:  # its ask must not run beside the import
-                warming.join()
-                warming = None
-            self.first_guess_sent = self._time_first_guess(workers, guesses) is not None
+            self.first_guess_sent = self._time_first_guess(workers, guesses, warming)
             judged = self.gate.prejudge(self.configs) if o.stage != "none" else {}
             self.gate.stop_compiling_ahead()
             self._mark("space_judged")

@@ -14,9 +14,9 @@ from .options import TuneOptions
 
 
 class TuneSession:
-    """What :func:`~kernelrules.tune.driver.tune_many` keeps from one problem to the next: the benchmark workers (their torch, GPU context and
-    Triton loaded; each takes the next problem with a ``load`` request) and the gate's compile pool (its workers
-    up, Triton's source hash known)."""
+    """What :func:`~kernelrules.tune.driver.tune_many` keeps from one problem to the next: the benchmark workers
+    (their torch, GPU context and Triton loaded; each takes the next problem with a ``load`` request) and the gate's
+    compile pool (its workers up, Triton's source hash known)."""
 
     def __init__(self) -> None:
         self.workers: list = []
@@ -30,7 +30,6 @@ class TuneSession:
         if self.pool is not None:
             self.pool.close()
             self.pool = None
-
 
 
 def spawn_workers(options: TuneOptions) -> list:
