@@ -101,6 +101,18 @@ class KernelConfig:
         return cls.from_dict(values)
 
     @classmethod
+    def coerce(cls, config: Any) -> "KernelConfig":
+        """A caller's config as a KernelConfig: a KernelConfig as it is, a flat mapping, or a ``triton.Config``
+        (duck-typed: ``kwargs`` plus option attributes); TypeError for anything else."""
+        if isinstance(config, cls):
+            return config
+        if isinstance(config, Mapping):
+            return cls.from_dict(config)
+        if hasattr(config, "kwargs"):
+            return cls.from_triton(config)
+        raise TypeError(f"cannot use {type(config).__name__} as a config")
+
+    @classmethod
     def parse_assignments(cls, items: Iterable[str]) -> "KernelConfig":
         """Parse command-line ``KEY=VALUE`` items (ints, floats, booleans, None, strings)."""
         values: dict[str, Any] = {}

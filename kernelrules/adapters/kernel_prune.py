@@ -170,12 +170,8 @@ def split_signature(fn: Any, signature: Mapping[str, Any]) -> tuple[dict[str, An
 
 def as_kernel_config(config: Any) -> KernelConfig:
     """A caller's config (``triton.Config``, a flat dict, or a KernelConfig) as a KernelConfig."""
-    if isinstance(config, KernelConfig):
-        return config
-    if isinstance(config, Mapping):
-        return KernelConfig.from_dict(config)
-    if hasattr(config, "kwargs") and hasattr(config, "num_warps"):
-        return KernelConfig.from_triton(config)
+    if isinstance(config, (KernelConfig, Mapping)) or (hasattr(config, "kwargs") and hasattr(config, "num_warps")):
+        return KernelConfig.coerce(config)
     raise ConfigValueError(f"cannot read a config from {type(config).__name__}",
                            hint="give triton.Config objects or dicts such as {'BLOCK_M': 128, 'num_warps': 4}")
 

@@ -260,15 +260,6 @@ def default_engine() -> Engine:
     return _DEFAULT_ENGINE
 
 
-def as_config(config: Any) -> KernelConfig:
-    """Accept a KernelConfig, a ``triton.Config`` or a plain mapping."""
-    if isinstance(config, KernelConfig):
-        return config
-    if isinstance(config, Mapping):
-        return KernelConfig.from_dict(config)
-    if hasattr(config, "kwargs"):
-        return KernelConfig.from_triton(config)
-    raise TypeError(f"cannot use {type(config).__name__} as a config")
 
 
 def check(
@@ -285,7 +276,7 @@ def check(
         from ..arch import load_arch
 
         arch = load_arch(arch)
-    return default_engine().check(as_config(config), arch, kernel=kernel, facts=facts, problem=problem, repair=repair)
+    return default_engine().check(KernelConfig.coerce(config), arch, kernel=kernel, facts=facts, problem=problem, repair=repair)
 
 
 def judge_examples(rule: Rule, kind: str, engine: Engine | None = None) -> list[tuple[Mapping[str, Any], bool]]:

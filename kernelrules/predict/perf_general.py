@@ -169,7 +169,7 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
     from ..arch import load_arch
     from .perf_model import clock_hz, sku_figures
 
-    config = _as_config(config)
+    config = KernelConfig.coerce(config)
     arch = load_arch(arch) if isinstance(arch, str) else arch
     gpu = sku_figures(arch, sku)
     facts = dict(facts or {})
@@ -283,7 +283,7 @@ def estimate(config: Any, arch: Any, problem: Mapping[str, Any], model: Any = No
     from ..arch import load_arch
 
     arch = load_arch(arch) if isinstance(arch, str) else arch
-    config = _as_config(config)
+    config = KernelConfig.coerce(config)
     predicted = {}
     if model is not None:
         try:
@@ -305,7 +305,7 @@ def estimate_any(config: Any, arch: Any, problem: Mapping[str, Any], model: Any 
     can judge the kernel (sizes M, N, K and a dot tile), else the general model. Raises ValueError when neither can."""
     from .perf_model import estimate as matmul_estimate
 
-    config = _as_config(config)
+    config = KernelConfig.coerce(config)
     if matmul_judges(config, problem):
         try:
             return float(matmul_estimate(config, arch, problem, model=model, sku=sku, facts=facts).seconds)
@@ -372,14 +372,6 @@ def _tensor_rate(arch: Any, gpu: Mapping[str, Any], path: str, dtype: str) -> fl
 @lru_cache(maxsize=32)
 def _limits(arch: Any) -> OccupancyLimits:
     return OccupancyLimits.from_mapping(arch.namespace())
-
-
-def _as_config(config: Any) -> KernelConfig:
-    if isinstance(config, KernelConfig):
-        return config
-    if isinstance(config, Mapping):
-        return KernelConfig.from_dict(config)
-    return KernelConfig.from_triton(config)
 
 
 def constants_dict(k: Constants) -> dict[str, float]:

@@ -143,7 +143,7 @@ def estimate(config: Any, arch: Any, problem: Mapping[str, Any], model: Any = No
     """
     from ..arch import load_arch
 
-    config = _as_config(config)
+    config = KernelConfig.coerce(config)
     arch = load_arch(arch) if isinstance(arch, str) else arch
     gpu = sku_figures(arch, sku)
     f = {**(model.predict(config) if model is not None else _facts_from_names(config, arch)), **(facts or {})}
@@ -338,14 +338,6 @@ def clock_hz(arch: Any, gpu: Mapping[str, Any]) -> float:
     if not mhz:
         raise ValueError(f"no SM clock for {arch.name}")
     return float(mhz) * 1e6
-
-
-def _as_config(config: Any) -> KernelConfig:
-    if isinstance(config, KernelConfig):
-        return config
-    if isinstance(config, Mapping):
-        return KernelConfig.from_dict(config)
-    return KernelConfig.from_triton(config)
 
 
 def _first(values: Mapping[str, Any], names: tuple[str, ...]) -> Any:
