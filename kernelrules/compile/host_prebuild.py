@@ -13,7 +13,8 @@ process imports them from the cache.
 
 Best effort: without a C compiler, the CUDA driver library or an NVIDIA target, nothing is built
 and the launching process builds them as it would have. One worker per kernel signature and cache
-builds them (a claim file beside them); the rest find the claim and go on.
+builds them (a claim file in the cache's folder ``.kr-host-modules``, one folder however many kernels);
+the rest find the claim and go on.
 """
 
 from __future__ import annotations
@@ -22,28 +23,29 @@ import hashlib
 import os
 from typing import Any
 
-#: Claim files of this module in a shared Triton cache directory (one per launcher source).
-CLAIM_PREFIX = ".kr-host-modules-"
+#: The folder of this module's claim files in a shared Triton cache directory (a file per launcher source).
+CLAIM_DIR = ".kr-host-modules"
 #: Launchers this process has built or found claimed, by claim name.
 _seen: set[str] = set()
 
 
 def claim_name(src: Any, metadata: Any) -> str | None:
-    """The claim file's name for this kernel's launcher: what its source depends on (the argument types, the
+    """The claim file's name (in :data:`CLAIM_DIR`) for this kernel's launcher: what its source depends on (the argument types, the
     tensor descriptors' layout); None when ``src`` has no signature (another Triton)."""
     signature = getattr(src, "signature", None)
     if not isinstance(signature, dict):
         return None
     described = repr((sorted((str(k), repr(v)) for k, v in signature.items()),
                       repr(getattr(metadata, "tensordesc_meta", None))))
-    return CLAIM_PREFIX + hashlib.sha256(described.encode()).hexdigest()[:24]
+    return hashlib.sha256(described.encode()).hexdigest()[:24]
 
 
 def _claim(cache_dir: str, name: str) -> bool:
     """Whether this process is the first to claim ``name`` in ``cache_dir`` (an exclusive create)."""
+    claims = os.path.join(cache_dir, CLAIM_DIR)
     try:
-        os.makedirs(cache_dir, exist_ok=True)
-        os.close(os.open(os.path.join(cache_dir, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        os.makedirs(claims, exist_ok=True)
+        os.close(os.open(os.path.join(claims, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
     except OSError:
         return False
     return True
@@ -72,4 +74,4 @@ def prebuild(src: Any, metadata: Any, cache_dir: str) -> bool:
     return True
 
 
-__all__ = ["CLAIM_PREFIX", "claim_name", "prebuild"]
+__all__ = ["CLAIM_DIR", "claim_name", "prebuild"]

@@ -148,7 +148,7 @@ class BenchWorker:
             self.settings = settings
         try:
             self.conn.send(self.settings)
-        except (OSError, BrokenPipeError):
+        except OSError:  # BrokenPipeError among them
             pass  # the worker died while it imported torch: wait_ready reports it
         if self.shared_key is not None:  # a restarted process: it takes the hash before its warm-up too
             self._send_key()
@@ -168,7 +168,7 @@ class BenchWorker:
         self.process.startup_deadline = time.monotonic() + STARTUP_TIMEOUT
         try:
             self.conn.send(("load", settings))
-        except (OSError, BrokenPipeError):
+        except OSError:  # BrokenPipeError among them
             pass  # the worker died: wait_ready reports it
 
     def share_triton_key(self, shared: tuple[str, str] | None) -> None:
@@ -183,7 +183,7 @@ class BenchWorker:
     def _send_key(self) -> None:
         try:
             self.conn.send(("triton_key", self.shared_key))
-        except (OSError, BrokenPipeError):
+        except OSError:  # BrokenPipeError among them
             pass  # the worker died: the next request finds out
 
     def log_tail(self) -> str:
@@ -225,7 +225,7 @@ class BenchWorker:
         self._enter_phase("compile" if request[0] == "evaluate" else "time")
         try:
             self.conn.send(request)
-        except (OSError, BrokenPipeError):
+        except OSError:  # BrokenPipeError among them
             pass  # the worker died: handle() sees end of file
 
     def _enter_phase(self, phase: str) -> None:

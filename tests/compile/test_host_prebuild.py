@@ -68,6 +68,7 @@ def test_the_first_worker_builds_and_the_others_find_the_claim(tmp_path, fresh_p
     metadata = types.SimpleNamespace(target=GPUTarget("cuda", 90, 32))
     assert host_prebuild.prebuild(src, metadata, str(tmp_path))
     assert fake_nvidia_driver == ["cuda_utils", "launcher:['BLOCK', 'n', 'x_ptr']"]
+    assert [p.name for p in tmp_path.iterdir()] == [host_prebuild.CLAIM_DIR]  # the cache's root keeps one folder
     assert not host_prebuild.prebuild(src, metadata, str(tmp_path))  # this process: once
     host_prebuild._seen.clear()  # another worker process, the same cache: the claim stops it
     assert not host_prebuild.prebuild(src, metadata, str(tmp_path)) and len(fake_nvidia_driver) == 2
@@ -97,6 +98,6 @@ def test_a_pool_worker_with_a_shared_cache_claims_the_launcher_after_answering(t
         [(_, result)] = list(pool.run([_job(32)]))
         assert result.ok, result.details
         deadline = time.monotonic() + 60  # the answer came first; the worker claims right after it
-        while not list(shared.glob(host_prebuild.CLAIM_PREFIX + "*")) and time.monotonic() < deadline:
+        while not list((shared / host_prebuild.CLAIM_DIR).glob("*")) and time.monotonic() < deadline:
             time.sleep(0.05)
-    assert len(list(shared.glob(host_prebuild.CLAIM_PREFIX + "*"))) == 1
+    assert len(list((shared / host_prebuild.CLAIM_DIR).glob("*"))) == 1

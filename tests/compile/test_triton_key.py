@@ -10,7 +10,7 @@ from pathlib import Path
 import triton
 from triton.runtime import cache as triton_cache
 
-from kernelrules.compile import triton_key
+from kernelrules.compile import host_prebuild, triton_key
 from kernelrules.compile.compilejob import CompileJob
 from kernelrules.compile.pool import CompilePool
 
@@ -23,8 +23,8 @@ JOB = CompileJob(str(REPO / "examples" / "matmul.py"), "matmul_kernel", SPEC,
 
 
 def cache_entries(directory: Path) -> set[str]:
-    """The hash-named directories a compile wrote into a Triton cache."""
-    return {p.name for p in directory.iterdir() if p.is_dir()}
+    """The hash-named directories a compile wrote into a Triton cache (not the host prebuild's claims)."""
+    return {p.name for p in directory.iterdir() if p.is_dir() and p.name != host_prebuild.CLAIM_DIR}
 
 
 def compile_into(directory: Path, shared, monkeypatch) -> set[str]:
