@@ -96,9 +96,9 @@ class Tuner:
         self.records: list[dict] = []
         self.learned = LearnedConstraints()
         #: Who queues the perf model's seeds in a new study ("here", "elsewhere"; None: not decided before the
-        #: judging) and the key of the first guess timed before it (:meth:`_time_first_guess`).
+        #: judging) and the keys of the first guesses asked before it (:meth:`_time_first_guess`).
         self.seeding: str | None = None
-        self.first_guess_key: str | None = None
+        self.first_guess_keys: set[str] = set()
         self.first_guess_sent = False
         self.best_ms: float | None = None
         self.previous_ms: float | None = None
@@ -250,7 +250,8 @@ class Tuner:
 
     def _compile_first_guesses(self) -> list[KernelConfig]:
         """A new study's first seeds, guessed from the configs' values, compile while the probes run
-        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers); the guesses."""
+        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers); the guesses
+        whose compiles (their edge shapes too) all fit in the compiles ahead, best first."""
         o = self.options
         count, limit = guess_budget(len(self.configs), self.gate.compile_workers(), o.model_seeds)
         if o.stage != "compiled" or self.study.trials or o.sampler == "grid" or not count:
@@ -260,29 +261,35 @@ class Tuner:
                                                      dict(self.space.problem), count)
         except Exception:  # noqa: BLE001 - a kernel the judging is about to report on: no guesses
             return []
-        if guesses:
-            self.gate.compile_ahead(guesses, limit)
-        return list(guesses)
+        if not guesses:
+            return []
+        return list(guesses)[:max(1, self.gate.compile_ahead(guesses, limit))]
 
     def _time_first_guess(self, workers: list, guesses: Sequence[KernelConfig], warming: Any) -> bool:
         """With warm benchmark workers (a later problem of :func:`tune_many`), the first guess goes to a worker as
         soon as its own compiles are judged, before the whole space is: the judging waits for the probe compiles
         (0.4-0.8 s of an H200 run's 1.3-1.9 s to its first timing, with empty caches), the first guess does not
-        need them (its compiled facts are the truth). The guess becomes the study's first seed. Not for a fresh
-        worker (seconds from ready: nothing to gain), a harness problem (its edge shapes come from the worker),
-        nor a study that has trials or that another process seeds (guesses exist only for a new study at the
-        compiled stage). ``warming``, the sampler's import thread, is joined before the ask. Whether it was sent."""
+        need them (its compiled facts are the truth). A guess the gate rejects (flash_attn/large's first, over the
+        shared memory once compiled, in an H200 run) is told as such and the next one compiled ahead is judged, in
+        the model's order, until one passes. The guesses become the study's first seeds. Not for a fresh worker
+        (seconds from ready: nothing to gain), a harness problem (its edge shapes come from the worker), nor a
+        study that has trials or that another process seeds (guesses exist only for a new study at the compiled
+        stage). ``warming``, the sampler's import thread, is joined before the first ask. Whether one was sent."""
         if not (guesses and self.warm_workers and not self.spec.harness):
             return False
         if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
             self.seeding = "elsewhere"
             return False
-        self.seeding, self.first_guess_key = "here", _key(guesses[0])
+        self.seeding = "here"
         if warming is not None:  # the ask must not run beside the sampler's import (run() joins it again: a no-op)
             warming.join()
-        self.study.enqueue_trial(self.codec.encode(guesses[0].to_dict()), user_attrs={"kr_seeded": "perf_model"})
-        candidate, _new = self._ask()
-        if candidate is None or not self._after_compile(candidate, self.gate.judge_now(candidate.config)):
+        for guess in guesses:
+            self.first_guess_keys.add(_key(guess))
+            self.study.enqueue_trial(self.codec.encode(guess.to_dict()), user_attrs={"kr_seeded": "perf_model"})
+            candidate, _new = self._ask()
+            if candidate is not None and self._after_compile(candidate, self.gate.judge_now(candidate.config)):
+                break
+        else:
             return False
         self._await_workers(workers[:1])
         candidate.sent_s = self._elapsed()
@@ -308,7 +315,7 @@ class Tuner:
                            model=getattr(self.gate, "model", None))
         except TypeError:
             seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds)
-        taken = {self.first_guess_key}  # asked already (sent, or judged and told)
+        taken = self.first_guess_keys  # asked already (sent, or judged and told)
         seeds = list({_key(c): c for c in seeds if _key(c) in self.space_keys and _key(c) not in taken}.values())
         for config in seeds:
             self.study.enqueue_trial(self.codec.encode(config.to_dict()), user_attrs={"kr_seeded": "perf_model"})
@@ -355,7 +362,7 @@ class Tuner:
             # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
             warming = warm_sampler_imports(o.sampler)
             guesses = self._compile_first_guesses()
-            self.seeding, self.first_guess_key = None, None  # who seeds, once the first guess decided; its key
+            self.seeding, self.first_guess_keys = None, set()  # who seeds, once the first guesses decided; theirs
             self.first_guess_sent = self._time_first_guess(workers, guesses, warming)
             judged = self.gate.prejudge(self.configs) if o.stage != "none" else {}
             self.gate.stop_compiling_ahead()

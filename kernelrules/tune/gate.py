@@ -126,11 +126,19 @@ class Gate:
         """How many compiles the gate runs at once (its pool's workers)."""
         return self.pruner.pool.max_workers
 
-    def compile_ahead(self, configs: Sequence[KernelConfig], limit: int) -> None:
+    def compile_ahead(self, configs: Sequence[KernelConfig], limit: int) -> int:
         """Compile ``configs`` (each with its edge-shape jobs), at most ``limit`` jobs, on pool workers no asked-for
-        job needs (:meth:`CompilePool.compile_ahead`): a later compile of the same job takes the result."""
-        jobs = iter([job for config in configs for job in (self.job(config), *self.edge_jobs(config))][:limit])
-        self.pruner.pool.compile_ahead(lambda: next(jobs, None))
+        job needs (:meth:`CompilePool.compile_ahead`): a later compile of the same job takes the result. How many
+        of ``configs``, from the first, have all their jobs among them."""
+        jobs, whole = [], 0
+        for config in configs:
+            own = [self.job(config), *self.edge_jobs(config)]
+            if len(jobs) + len(own) <= limit:
+                whole += 1
+            jobs.extend(own)
+        ahead = iter(jobs[:limit])
+        self.pruner.pool.compile_ahead(lambda: next(ahead, None))
+        return whole
 
     def stop_compiling_ahead(self) -> None:
         """Start no more compiles ahead (those running finish, and stay for a later compile of their job)."""

@@ -17,6 +17,7 @@ from tune_checks import children_running  # noqa: E402
 from kernelrules.compile.pool import CompilePool  # noqa: E402
 from kernelrules.errors import KernelrulesError  # noqa: E402
 from kernelrules.tune.driver import tune_many  # noqa: E402
+from kernelrules.tune.records import config_key as records_key  # noqa: E402
 from kernelrules.tune.worker import BenchWorker  # noqa: E402
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "tune"
@@ -120,3 +121,32 @@ def test_a_later_problem_times_its_first_guess_before_its_space_is_judged(tmp_pa
     assert not [r for r in second.records if r["status"] == "duplicate"]
     assert len({r["key"] for r in second.records}) == len(second.records) == 4
     assert any("first guess was timed before the space was judged" in n for n in second.notes)
+
+
+def test_a_first_guess_the_gate_rejects_gives_way_to_the_next_guess(tmp_path, monkeypatch):
+    """The early path judges the guesses compiled ahead in the model's order until one passes: a first guess rejected
+    once compiled (flash_attn/large's on the H200: over the shared memory) is told as rejected, and the second guess
+    goes to the warm worker before the space is judged; no guess is asked twice."""
+    from kernelrules.tune.gate import Gate, Judgement
+
+    judge_now, rejected = Gate.judge_now, []
+
+    def reject_the_first(gate, config):
+        if not rejected:
+            rejected.append(config)
+            return Judgement(passed=False, stage="compiled", codes=["SMEM001"], messages=["over the shared memory"])
+        return judge_now(gate, config)
+
+    monkeypatch.setattr(Gate, "judge_now", reject_the_first)
+    _first, second = tune_many([FIXTURES / "matmul_small.yaml", _matmul_at_64(tmp_path)],
+                               **dict(_common(tmp_path), trials=4, jobs=4, stage="compiled"))
+    assert len(rejected) == 1  # the first problem (a fresh worker) took no early path
+    by_trial = {r["trial"]: r for r in second.records}
+    assert by_trial[0]["status"] == "rejected" and by_trial[0]["seeded"] == "perf_model"
+    assert by_trial[0]["key"] == records_key(rejected[0])
+    startup = second.summary["startup"]
+    assert startup["first_guess_sent_s"] < startup["space_judged_s"]
+    sent = sorted((r for r in second.records if r.get("sent_s") is not None), key=lambda r: r["sent_s"])
+    assert sent[0]["trial"] == 1 and sent[0]["seeded"] == "perf_model"
+    assert sent[0]["sent_s"] == pytest.approx(startup["first_guess_sent_s"], abs=0.01)
+    assert len({r["key"] for r in second.records}) == len(second.records) == 4
