@@ -490,6 +490,7 @@ class Tuner:
                     self.deferred_count += 1
                     continue
                 admit([candidate])
+                self._wait([w for w in workers if w.busy], None, timeout=0)  # a result in: its worker is free
                 if _worker_can_start(workers, pending, stream):
                     interrupted = True
                     break
@@ -520,15 +521,18 @@ class Tuner:
             if not interrupted:
                 self._wait(busy, stream if compiling else None)
 
-    def _wait(self, busy: list, stream: Any) -> None:
+    def _wait(self, busy: list, stream: Any, timeout: float = 0.5) -> None:
         """Wait for whichever comes first, a benchmark result or a compiled-stage verdict, and file the
-        benchmark results (and expired benchmarks)."""
+        benchmark results (and expired benchmarks). With ``timeout=0`` (between two asks), only what has come in:
+        a worker is busy until its result is read, and while the loop asked to fill its lookahead (40 ms an ask,
+        one per compile worker), a first guess's result waited 1.5 s unread with the GPU idle (gemm/large,
+        benchmarks/results/suite/pairs-a639a79-warm)."""
         if not busy:
             if stream is not None:
-                stream.wait(0.5)
+                stream.wait(timeout)
             return
         waited = [w.conn for w in busy] + ([stream.signal] if stream is not None else [])
-        ready = wait_connections(waited, timeout=0.5)
+        ready = wait_connections(waited, timeout=timeout)
         for worker in busy:
             if worker.conn in ready:
                 done = worker.handle()

@@ -132,6 +132,27 @@ def test_an_idle_worker_gets_a_judged_config_before_the_sampler_is_asked_for_the
     assert first_sent < third_asked
 
 
+def test_a_result_that_comes_in_while_the_loop_asks_frees_its_worker_at_once(tmp_path, monkeypatch):
+    """A worker is busy until the loop reads its result. Reading only after the lookahead was full left the GPU idle
+    while the loop asked (gemm/large on the H200: a result waited 1.5 s unread). With slow asks, once the first
+    config is sent, the second is sent before the loop's last ask, not after it."""
+    ask = Tuner._ask
+
+    def slow_ask_once_one_is_sent(tuner):
+        if any(w.busy for w in tuner.workers):
+            time.sleep(0.25)
+        return ask(tuner)
+
+    monkeypatch.setattr(Tuner, "_ask", slow_ask_once_one_is_sent)
+    result = tune(SMALL, arch="ampere", interpret=True, trials=40, storage=str(tmp_path / "study.db"),
+                  stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2, seed=3,
+                  lookahead=30, model_seeds=4)
+    sent = sorted(r["sent_s"] for r in result.records if r.get("sent_s") is not None)
+    asked = sorted(r["asked_s"] for r in result.records if r.get("asked_s") is not None)
+    assert len(sent) >= 2 and len(asked) >= 31
+    assert sent[1] < asked[30], (sent[:3], asked[28:32])
+
+
 def test_at_most_eight_seeds_compile_while_the_workers_start(tmp_path, monkeypatch):
     """16 perf-model seeds are queued, but the loop's first compiles, sent while the benchmark workers start, stay
     at MAX_FIRST_GUESSES whatever the lookahead: more would compete with the workers' start for the cores."""
