@@ -71,6 +71,8 @@ class Gate:
         cache = cache if cache is not None else ResultCache()
         # ``pool``: a compile pool kept from an earlier problem (tune_many): its workers are up, and it stays open
         self.pruner = ConfigJudge(self.target, jobs=jobs, timeout=timeout, cache=cache, pool=pool)
+        if pool is not None:  # its compiles ahead and judge_now's are this problem's, not the first problem's
+            self.pruner.pool.cache = cache
         if triton_cache_dir:
             self.pruner.pool.triton_cache_dir = triton_cache_dir
         self.timeout = timeout

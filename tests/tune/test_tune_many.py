@@ -150,3 +150,42 @@ def test_a_first_guess_the_gate_rejects_gives_way_to_the_next_guess(tmp_path, mo
     assert sent[0]["trial"] == 1 and sent[0]["seeded"] == "perf_model"
     assert sent[0]["sent_s"] == pytest.approx(startup["first_guess_sent_s"], abs=0.01)
     assert len({r["key"] for r in second.records}) == len(second.records) == 4
+
+
+
+
+def test_a_later_problem_files_its_compiles_in_its_own_cache(tmp_path, monkeypatch):
+    """The session's compile pool files a later problem's compiles, those made ahead included, in that problem's
+    result cache. It kept the first problem's: a later run of the same space with its own caches (the H200 warm
+    series: a one-trial warm-up run first) had its first guess judged from the warm-up's entry, whose binary sits
+    in the warm-up's Triton cache, and the benchmark worker compiled it again (0.4-0.65 s on the H200)."""
+    from kernelrules.compile.cache import ResultCache
+    from kernelrules.tune.driver import TuneOptions, Tuner
+    from kernelrules.tune.gate import Gate
+    from kernelrules.tune.session import TuneSession
+
+    judged, problem = [], [0]
+    judge_compiled = Gate.judge_compiled
+
+    def noting(gate, config, result):
+        judged.append((problem[0], gate, config))
+        return judge_compiled(gate, config, result)
+
+    monkeypatch.setattr(Gate, "judge_compiled", noting)
+    session = TuneSession()
+    try:
+        runs = []
+        for number in (1, 2):  # the same space twice, each run with its own study and caches
+            problem[0] = number
+            options = dict(_common(tmp_path), trials=4, jobs=4, stage="compiled",
+                           storage=str(tmp_path / f"study{number}.db"), cache_dir=str(tmp_path / f"cache{number}"))
+            runs.append(Tuner(FIXTURES / "matmul_small.yaml", TuneOptions(**options), session=session).run())
+        assert runs[1].summary["startup"].get("first_guess_sent_s") is not None  # the early path ran
+        own = ResultCache(str(tmp_path / "cache2"))
+        second = [(gate, config) for number, gate, config in judged if number == 2]
+        assert second
+        for gate, config in second:  # every verdict of the second run came from a compile filed in its own cache
+            found, _key = gate.pruner.pool._answer_early(gate.job(config), own)
+            assert found is not None, f"{config}: judged from a compile filed elsewhere"
+    finally:
+        session.close()
