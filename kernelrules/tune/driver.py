@@ -57,7 +57,7 @@ from .host_modules import store_for
 from .ledger import TrialLedger
 from .final import brief, final_rounds
 from .problem import ProblemSpec, load_problem
-from .startup import MAX_FIRST_GUESSES, first_compiles, guess_budget, warm_sampler_imports
+from .startup import EARLY_GUESSES, MAX_FIRST_GUESSES, first_compiles, guess_budget, warm_sampler_imports
 from .options import Candidate, TuneOptions, TuneResult, perf_model_seeds, predicted_to_spill
 from .session import TuneSession, kill_unconfigured, shut_worker, spawn_workers
 from .target import arch_name, compiled_stage_blocked, default_study_name
@@ -96,7 +96,7 @@ class Tuner:
         self.records: list[dict] = []
         self.learned = LearnedConstraints()
         #: Who queues the perf model's seeds in a new study ("here", "elsewhere"; None: not decided before the
-        #: judging) and the keys of the first guesses asked before it (:meth:`_time_first_guess`).
+        #: judging) and the keys of the first guesses asked before it (:meth:`_time_first_guesses`).
         self.seeding: str | None = None
         self.first_guess_keys: set[str] = set()
         self.first_guess_sent = False
@@ -265,41 +265,81 @@ class Tuner:
             return []
         return list(guesses)[:max(1, self.gate.compile_ahead(guesses, limit))]
 
-    def _time_first_guess(self, workers: list, guesses: Sequence[KernelConfig], warming: Any) -> bool:
+    def _time_first_guesses(self, workers: list, guesses: Sequence[KernelConfig],
+                            warming: Any) -> collections.deque[Candidate]:
         """With warm benchmark workers (a later problem of :func:`tune_many`), the first guess goes to a worker as
         soon as its own compiles are judged, before the whole space is: the judging waits for the probe compiles
-        (0.4-0.8 s of an H200 run's 1.3-1.9 s to its first timing, with empty caches), the first guess does not
-        need them (its compiled facts are the truth). A guess the gate rejects (flash_attn/large's first, over the
-        shared memory once compiled, in an H200 run) is told as such and the next one compiled ahead is judged, in
-        the model's order, until one passes. The guesses become the study's first seeds. Not for a fresh worker
-        (seconds from ready: nothing to gain), a harness problem (its edge shapes come from the worker), nor a
-        study that has trials or that another process seeds (guesses exist only for a new study at the compiled
-        stage). ``warming``, the sampler's import thread, is joined before the first ask. Whether one was sent."""
+        (0.4-0.8 s of an H200 run's 1.3-1.9 s to its first timing, with empty caches; 6.2 s for rope/large), the
+        guesses do not need them (their compiled facts are the truth). The guesses compiled ahead are judged in the
+        model's order: one the gate rejects (flash_attn/large's first, over the shared memory once compiled, in an
+        H200 run) is told as such; the first that passes is sent at once, and up to :data:`EARLY_GUESSES` - 1 more
+        that pass are returned, to be sent while the space is judged (:meth:`_judge_while_timing`). The guesses
+        become the study's first seeds. Not for a fresh worker (seconds from ready: nothing to gain), a harness
+        problem (its edge shapes come from the worker), nor a study that has trials or that another process seeds
+        (guesses exist only for a new study at the compiled stage). ``warming``, the sampler's import thread, is
+        joined before the first ask. Sets :attr:`first_guess_sent`."""
+        early: collections.deque[Candidate] = collections.deque()
         if not (guesses and self.warm_workers and not self.spec.harness):
-            return False
+            return early
         if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
             self.seeding = "elsewhere"
-            return False
+            return early
         self.seeding = "here"
         if warming is not None:  # the ask must not run beside the sampler's import (run() joins it again: a no-op)
             warming.join()
         for guess in guesses:
+            if len(early) + self.first_guess_sent >= EARLY_GUESSES:
+                break
             self.first_guess_keys.add(_key(guess))
             self.study.enqueue_trial(self.codec.encode(guess.to_dict()), user_attrs={"kr_seeded": "perf_model"})
             candidate, _new = self._ask()
-            if candidate is not None and self._after_compile(candidate, self.gate.judge_now(candidate.config)):
-                break
-        else:
-            return False
-        self._await_workers(workers[:1])
-        candidate.sent_s = self._elapsed()
-        workers[0].send(("evaluate", candidate.config.to_dict()), candidate)
-        self._mark("first_guess_sent")
-        return True
+            if candidate is None or not self._after_compile(candidate, self.gate.judge_now(candidate.config)):
+                continue
+            if self.first_guess_sent:
+                early.append(candidate)
+                continue
+            self._await_workers(workers[:1])
+            candidate.sent_s = self._elapsed()
+            workers[0].send(("evaluate", candidate.config.to_dict()), candidate)
+            self._mark("first_guess_sent")
+            self.first_guess_sent = True
+        return early
+
+    def _judge_while_timing(self, workers: list, early: collections.deque[Candidate]) -> dict[tuple, Judgement]:
+        """Judge the space (:meth:`Gate.prejudge`, the probe compiles and the resource model) in a thread while this
+        one reads the benchmark workers' results and sends them the early guesses judged already. Read only at the
+        loop's first wait, a first guess's result sat in its pipe, the GPU idle, for as long as the judging took
+        (rope/large on the H200: timed by 0.85 s, read at 7.28 s; benchmarks/results/suite/pairs-a639a79-warm).
+        The judging's thread uses the gate and its compile pool alone; this one uses the workers and the study."""
+        outcome: dict[str, Any] = {}
+
+        def judge() -> None:
+            try:
+                outcome["judged"] = self.gate.prejudge(self.configs)
+            except BaseException as exc:  # noqa: BLE001 - raised again in the run's thread
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=judge, name="kernelrules-judge", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            for worker in workers:
+                if early and not worker.busy and worker.info and worker.process is not None and worker.process.ready:
+                    candidate = early.popleft()
+                    candidate.sent_s = self._elapsed()
+                    worker.send(("evaluate", candidate.config.to_dict()), candidate)
+            busy = [w for w in workers if w.busy]
+            if busy:
+                self._wait(busy, None, timeout=0.05)
+            else:
+                thread.join(0.05)
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["judged"]
 
     def _seed(self) -> list[KernelConfig]:
         """Queue the perf model's best guesses first in a new study; the configs queued, in order (after the first
-        guess, when it was asked already: :meth:`_time_first_guess`)."""
+        guess, when it was asked already: :meth:`_time_first_guesses`)."""
         o = self.options
         if self.seeding == "elsewhere":
             return []
@@ -363,8 +403,14 @@ class Tuner:
             warming = warm_sampler_imports(o.sampler)
             guesses = self._compile_first_guesses()
             self.seeding, self.first_guess_keys = None, set()  # who seeds, once the first guesses decided; theirs
-            self.first_guess_sent = self._time_first_guess(workers, guesses, warming)
-            judged = self.gate.prejudge(self.configs) if o.stage != "none" else {}
+            self.first_guess_sent = False
+            early = self._time_first_guesses(workers, guesses, warming)
+            if o.stage == "none":
+                judged = {}
+            elif self.first_guess_sent:
+                judged = self._judge_while_timing(workers, early)
+            else:
+                judged = self.gate.prejudge(self.configs)
             self.gate.stop_compiling_ahead()
             self._mark("space_judged")
             self._share_triton_key()
@@ -386,7 +432,7 @@ class Tuner:
                 warming.join()
             self._mark("workers_ready")
             self._learn_harness_edges(workers, stream, first)
-            self._loop(workers, stream)
+            self._loop(workers, stream, early)
             if stream is not None:  # compiles still running (out of time) stop before the final rounds time
                 stream.close()
                 stream = None
@@ -456,8 +502,8 @@ class Tuner:
             lookahead = self.gate.compile_workers() if self.options.stage == "compiled" else 2
         return len(self.workers) + lookahead
 
-    def _loop(self, workers: list, stream: Any) -> None:
-        pending: collections.deque[Candidate] = collections.deque()  # ready for a benchmark worker
+    def _loop(self, workers: list, stream: Any, early: Sequence[Candidate] = ()) -> None:
+        pending: collections.deque[Candidate] = collections.deque(early)  # ready for a benchmark worker
         compiling: list[Candidate] = []  # in the compile stream (compiled stage)
         deferred: list[Candidate] = []  # predicted to spill: compiled and timed only when nothing else waits
         duplicates_in_a_row = 0

@@ -46,6 +46,10 @@ MAX_GUESS_CONFIGS = 4096
 #: The most first guesses: the first seed was among the first four guesses in 37 of the H200 suite's 43 problems, and
 #: more compiles beside the benchmark worker's start (torch's import) would compete with it for the machine's cores.
 MAX_FIRST_GUESSES = 8
+#: The most first guesses judged before the space with warm workers (the first timed at once, the others while the
+#: space is judged): in the warm H200 series at a639a79 the first config within 2% was among the first three timed in
+#: 10 of 13 problems; each one more holds the judging's start until its compiles end.
+EARLY_GUESSES = 3
 
 
 def guess_budget(space_size: int, compile_workers: int, seeds: int) -> tuple[int, int]:

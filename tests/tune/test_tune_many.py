@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import sys
 from pathlib import Path
 
@@ -117,7 +118,8 @@ def test_a_later_problem_times_its_first_guess_before_its_space_is_judged(tmp_pa
     sent = sorted((r for r in second.records if r.get("sent_s") is not None), key=lambda r: r["sent_s"])
     assert sent[0]["trial"] == 0 and sent[0]["seeded"] == "perf_model" and sent[0]["status"] in ("better", "slower")
     assert sent[0]["sent_s"] == pytest.approx(startup["first_guess_sent_s"], abs=0.01)
-    assert [r["trial"] for r in sent] == [0, 1, 2, 3] and all(r["seeded"] for r in sent)
+    order = [r["trial"] for r in sent]  # the guesses first; the seeds after them as their compiles end
+    assert order[:2] == [0, 1] and sorted(order) == [0, 1, 2, 3] and all(r["seeded"] for r in sent)
     assert not [r for r in second.records if r["status"] == "duplicate"]
     assert len({r["key"] for r in second.records}) == len(second.records) == 4
     assert any("first guess was timed before the space was judged" in n for n in second.notes)
@@ -189,3 +191,47 @@ def test_a_later_problem_files_its_compiles_in_its_own_cache(tmp_path, monkeypat
             assert found is not None, f"{config}: judged from a compile filed elsewhere"
     finally:
         session.close()
+
+
+def test_while_a_later_problem_is_judged_its_guesses_are_timed_and_read(tmp_path, monkeypatch):
+    """The space is judged in a thread while the run's thread reads the worker's results and sends it the next guess
+    judged already: with a slow judging (4 s more), the first guess's result is filed and the second guess sent
+    before the space is judged (read only at the loop's first wait, rope/large's first result sat 6.4 s unread)."""
+    import time as clock
+
+    from kernelrules.tune.gate import Gate
+
+    prejudge, threads = Gate.prejudge, []
+
+    def slow_prejudge(gate, configs):
+        threads.append(threading.current_thread().name)
+        clock.sleep(4)
+        return prejudge(gate, configs)
+
+    monkeypatch.setattr(Gate, "prejudge", slow_prejudge)
+    first, second = tune_many([FIXTURES / "matmul_small.yaml", _matmul_at_64(tmp_path)],
+                              **dict(_common(tmp_path), trials=4, jobs=4, stage="compiled"))
+    assert threads == ["MainThread", "kernelrules-judge"]  # the first problem (a fresh worker) judges in its thread
+    judged = second.summary["startup"]["space_judged_s"]
+    by_trial = {r["trial"]: r for r in second.records}
+    assert by_trial[0]["elapsed_s"] < judged - 1, (by_trial[0]["elapsed_s"], judged)
+    assert by_trial[1]["seeded"] == "perf_model" and by_trial[1]["sent_s"] < judged
+    assert len({r["key"] for r in second.records}) == len(second.records) == 4
+
+
+def test_an_error_while_a_later_problem_is_judged_in_a_thread_reaches_the_caller(tmp_path, monkeypatch):
+    from kernelrules.tune.gate import Gate
+
+    prejudge, calls = Gate.prejudge, []
+
+    def failing_the_second_time(gate, configs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KernelrulesError("the space does not match the kernel")
+        return prejudge(gate, configs)
+
+    monkeypatch.setattr(Gate, "prejudge", failing_the_second_time)
+    with pytest.raises(KernelrulesError, match="does not match the kernel"):
+        tune_many([FIXTURES / "matmul_small.yaml", _matmul_at_64(tmp_path)],
+                  **dict(_common(tmp_path), trials=4, jobs=4, stage="compiled"))
+    assert _bench_workers_of_this_process() == []
