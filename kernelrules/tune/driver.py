@@ -274,12 +274,13 @@ class Tuner:
         model's order: one the gate rejects (flash_attn/large's first, over the shared memory once compiled, in an
         H200 run) is told as such; the first that passes is sent at once, and up to :data:`EARLY_GUESSES` - 1 more
         that pass are returned, to be sent while the space is judged (:meth:`_judge_while_timing`). The guesses
-        become the study's first seeds. Not for a fresh worker (seconds from ready: nothing to gain), a harness
-        problem (its edge shapes come from the worker), nor a study that has trials or that another process seeds
-        (guesses exist only for a new study at the compiled stage). ``warming``, the sampler's import thread, is
+        become the study's first seeds. A harness problem's edge shapes, read by the worker from its harness, are
+        taken from the kept worker before the guesses compile. Not for a fresh worker (seconds from ready: nothing
+        to gain), nor a study that has trials or that another process seeds (guesses exist only for a new study at
+        the compiled stage). ``warming``, the sampler's import thread, is
         joined before the first ask. Sets :attr:`first_guess_sent`."""
         early: collections.deque[Candidate] = collections.deque()
-        if not (guesses and self.warm_workers and not self.spec.harness):
+        if not (guesses and self.warm_workers):
             return early
         if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
             self.seeding = "elsewhere"
@@ -401,6 +402,11 @@ class Tuner:
             self._share_triton_key()
             # after the study's opening, which it slowed by holding the GIL; beside the probe compiles, which wait
             warming = warm_sampler_imports(o.sampler)
+            if self.warm_workers and self.spec.harness and o.stage == "compiled":
+                # a kept worker reads a harness problem's edge shapes as it loads it (0.02-0.08 s into the H200
+                # runs): the first guesses compile and are judged with them, as for any other problem
+                self._await_workers(workers[:1])
+                self._take_harness_edges(workers[:1])
             guesses = self._compile_first_guesses()
             self.seeding, self.first_guess_keys = None, set()  # who seeds, once the first guesses decided; theirs
             self.first_guess_sent = False
@@ -463,12 +469,19 @@ class Tuner:
     def _learn_harness_edges(self, workers: list, stream: Any, wanted: Sequence[KernelConfig]) -> None:
         """Compile each candidate at the edge shapes a harness problem's worker read from its harness
         (:mod:`kernelrules.tune.harness_edges`), the first candidates, already compiling, included."""
-        signatures = (workers[0].info or {}).get("edge_signatures") if workers and stream is not None else None
-        if signatures and self.gate.add_edge_signatures(signatures):
+        if stream is not None and self._take_harness_edges(workers):
             for config in wanted:
                 stream.side(self.gate.edge_jobs(config), config)
-            self.notes.append(f"the harness's {len(signatures)} edge-shape signature(s) are compiled beside each "
-                              f"candidate")
+
+    def _take_harness_edges(self, workers: list) -> bool:
+        """Hand the gate the edge-shape signatures a ready worker read from the problem's harness; whether the gate
+        took them (it takes them once)."""
+        signatures = (workers[0].info or {}).get("edge_signatures") if workers else None
+        if not (signatures and self.gate.add_edge_signatures(signatures)):
+            return False
+        self.notes.append(f"the harness's {len(signatures)} edge-shape signature(s) are compiled beside each "
+                          f"candidate")
+        return True
 
     def _mark(self, step: str) -> None:
         """Seconds from the run's start to the end of a start-up step (the summary's ``startup``)."""

@@ -235,3 +235,34 @@ def test_an_error_while_a_later_problem_is_judged_in_a_thread_reaches_the_caller
         tune_many([FIXTURES / "matmul_small.yaml", _matmul_at_64(tmp_path)],
                   **dict(_common(tmp_path), trials=4, jobs=4, stage="compiled"))
     assert _bench_workers_of_this_process() == []
+
+
+def test_a_later_harness_problem_times_its_first_guess_before_its_space_is_judged(tmp_path):
+    """A harness problem takes the early path too: its edge shapes, read by the kept worker from the harness, are
+    taken before the guesses compile (none under --interpret, where nothing shares a Triton cache)."""
+    text = HARNESS.read_text().replace("faulty.py:", f"{FIXTURES / 'faulty.py'}:")
+    text = text.replace("scale_harness.py:", f"{FIXTURES / 'scale_harness.py'}:")
+    text = text.replace("BLOCK: [16, 32]", "BLOCK: [16, 32, 64]") + "  grid: cdiv(n, BLOCK)\n"  # for the perf model
+    harness = tmp_path / "harness.tune.yaml"
+    harness.write_text(text)
+    first, second = tune_many([FIXTURES / "matmul_small.yaml", harness],
+                              **dict(_common(tmp_path), trials=3, jobs=4, stage="compiled"))
+    startup = second.summary["startup"]
+    assert startup["first_guess_sent_s"] < startup["space_judged_s"]
+    sent = min((r for r in second.records if r.get("sent_s") is not None), key=lambda r: r["sent_s"])
+    assert sent["trial"] == 0 and sent["seeded"] == "perf_model" and sent["status"] in ("better", "slower")
+
+
+def test_the_edge_shapes_a_worker_read_from_the_harness_are_taken_once():
+    from types import SimpleNamespace
+
+    from kernelrules.tune.driver import Tuner
+
+    taken = []
+    gate = SimpleNamespace(add_edge_signatures=lambda s: not taken and not taken.append(s))
+    tuner = SimpleNamespace(gate=gate, notes=[])
+    worker = SimpleNamespace(info={"edge_signatures": [{"n": "i32"}]})
+    assert Tuner._take_harness_edges(tuner, [worker])  # early, before the guesses compile
+    assert not Tuner._take_harness_edges(tuner, [worker])  # again after the judging: taken already, no second note
+    assert taken == [[{"n": "i32"}]] and len(tuner.notes) == 1
+    assert not Tuner._take_harness_edges(tuner, [SimpleNamespace(info={})]) and not Tuner._take_harness_edges(tuner, [])
