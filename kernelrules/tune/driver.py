@@ -302,7 +302,7 @@ class Tuner:
             self._await_workers(workers[:1])
             candidate.sent_s = self._elapsed()
             workers[0].send(("evaluate", candidate.config.to_dict()), candidate)
-            self._mark("first_guess_sent")
+            self.startup["first_guess_sent_s"] = candidate.sent_s  # the same instant as its record's sent_s
             self.first_guess_sent = True
         return early
 
