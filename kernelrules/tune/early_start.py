@@ -1,0 +1,181 @@
+"""The start of a ``kernelrules tune`` run before its loop: the probe compiles, the perf model's first guesses
+and seeds, and, with warm benchmark workers, the guesses timed while the space is judged.
+
+:class:`EarlyStart` is a part of :class:`kernelrules.tune.driver.Tuner` (its base class), kept here so the driver
+holds the loop: the methods read and set the tuner's state (its gate, study, workers, notes and start-up marks).
+The order of a run's start (``Tuner.run``): the benchmark workers spawn first; the probes are sent; the study
+opens; the first guesses compile ahead; with warm workers the guesses are judged and timed
+(:meth:`EarlyStart._time_first_guesses`) while the space is judged in a thread
+(:meth:`EarlyStart._judge_while_timing`); then the perf model's seeds are queued (:meth:`EarlyStart._seed`).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any, Sequence
+
+from ..config import KernelConfig
+from . import records as rec
+from .gate import Judgement
+from .options import Candidate, perf_model_seeds, predicted_to_spill
+from .startup import EARLY_GUESSES, guess_budget
+
+
+class EarlyStart:
+    """The run's start-up steps of :class:`~kernelrules.tune.driver.Tuner` (see the module's docstring)."""
+
+    def _compiled_first(self, config: KernelConfig) -> bool:
+        """Whether the loop sends ``config``, asked now, straight to the compiled-stage gate."""
+        judgement = self.gate.at_config_stage(config)
+        return judgement.passed and not predicted_to_spill(judgement)
+
+    def _send_probes(self) -> None:
+        """The resource model's first probe compiles, sent before the study opens (:meth:`Gate.start_probes`); a
+        kernel they cannot be made for is left to the judging, which meets the same problem and reports it."""
+        try:
+            self.gate.start_probes(self.configs)
+        except Exception:  # noqa: BLE001 - an optimisation only: the judging reports what is wrong
+            pass
+
+    def _compile_first_guesses(self) -> list[KernelConfig]:
+        """A new study's first seeds, guessed from the configs' values, compile while the probes run
+        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers); the guesses
+        whose compiles (their edge shapes too) all fit in the compiles ahead, best first."""
+        o = self.options
+        count, limit = guess_budget(len(self.configs), self.gate.compile_workers(), o.model_seeds)
+        if o.stage != "compiled" or self.study.trials or o.sampler == "grid" or not count:
+            return []
+        try:
+            guesses = (o.seeder or perf_model_seeds)(self.gate.plain_survivors(self.configs), self.arch,
+                                                     dict(self.space.problem), count)
+        except Exception:  # noqa: BLE001 - a kernel the judging is about to report on: no guesses
+            return []
+        if not guesses:
+            return []
+        return list(guesses)[:max(1, self.gate.compile_ahead(guesses, limit))]
+
+    def _time_first_guesses(self, workers: list, guesses: Sequence[KernelConfig],
+                            warming: Any) -> collections.deque[Candidate]:
+        """With warm benchmark workers (a later problem of :func:`tune_many`), the first guess goes to a worker as
+        soon as its own compiles are judged, before the whole space is: the judging waits for the probe compiles
+        (0.4-0.8 s of an H200 run's 1.3-1.9 s to its first timing, with empty caches; 6.2 s for rope/large), the
+        guesses do not need them (their compiled facts are the truth). The guesses compiled ahead are judged in the
+        model's order: one the gate rejects (flash_attn/large's first, over the shared memory once compiled, in an
+        H200 run) is told as such; the first that passes is sent at once, and up to :data:`EARLY_GUESSES` - 1 more
+        that pass are returned, to be sent while the space is judged (:meth:`_judge_while_timing`). The guesses
+        become the study's first seeds. A harness problem's edge shapes, read by the worker from its harness, are
+        taken from the kept worker before the guesses compile. Not for a fresh worker (seconds from ready: nothing
+        to gain), nor a study that has trials or that another process seeds (guesses exist only for a new study at
+        the compiled stage). ``warming``, the sampler's import thread, is
+        joined before the first ask. Sets :attr:`first_guess_sent`."""
+        early: collections.deque[Candidate] = collections.deque()
+        if not (guesses and self.warm_workers):
+            return early
+        if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
+            self.seeding = "elsewhere"
+            return early
+        self.seeding = "here"
+        if warming is not None:  # the ask must not run beside the sampler's import (run() joins it again: a no-op)
+            warming.join()
+        for guess in guesses:
+            if len(early) + self.first_guess_sent >= EARLY_GUESSES:
+                break
+            self.first_guess_keys.add(rec.config_key(guess))
+            self.study.enqueue_trial(self.codec.encode(guess.to_dict()), user_attrs={"kr_seeded": "perf_model"})
+            candidate, _new = self._ask()
+            if candidate is None or not self._after_compile(candidate, self.gate.judge_now(candidate.config)):
+                continue
+            if self.first_guess_sent:
+                early.append(candidate)
+                continue
+            self._await_workers(workers[:1])
+            candidate.sent_s = self._elapsed()
+            workers[0].send(("evaluate", candidate.config.to_dict()), candidate)
+            self.startup["first_guess_sent_s"] = candidate.sent_s  # the same instant as its record's sent_s
+            self.first_guess_sent = True
+        return early
+
+    def _judge_while_timing(self, workers: list, early: collections.deque[Candidate]) -> dict[tuple, Judgement]:
+        """Judge the space (:meth:`Gate.prejudge`, the probe compiles and the resource model) in a thread while this
+        one reads the benchmark workers' results and sends them the early guesses judged already. Read only at the
+        loop's first wait, a first guess's result sat in its pipe, the GPU idle, for as long as the judging took
+        (rope/large on the H200: timed by 0.85 s, read at 7.28 s; benchmarks/results/suite/pairs-a639a79-warm).
+        The judging's thread uses the gate and its compile pool alone; this one uses the workers and the study."""
+        outcome: dict[str, Any] = {}
+
+        def judge() -> None:
+            try:
+                outcome["judged"] = self.gate.prejudge(self.configs)
+            except BaseException as exc:  # noqa: BLE001 - raised again in the run's thread
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=judge, name="kernelrules-judge", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            for worker in workers:
+                if early and not worker.busy and worker.info and worker.process is not None and worker.process.ready:
+                    candidate = early.popleft()
+                    candidate.sent_s = self._elapsed()
+                    worker.send(("evaluate", candidate.config.to_dict()), candidate)
+            busy = [w for w in workers if w.busy]
+            if busy:
+                self._wait(busy, None, timeout=0.05)
+            else:
+                thread.join(0.05)
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["judged"]
+
+    def _seed(self) -> list[KernelConfig]:
+        """Queue the perf model's best guesses first in a new study; the configs queued, in order (after the first
+        guess, when it was asked already: :meth:`_time_first_guesses`)."""
+        o = self.options
+        if self.seeding == "elsewhere":
+            return []
+        if self.seeding is None:
+            if self.study.trials or o.model_seeds <= 0 or o.sampler == "grid":
+                return []
+            if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
+                return []
+        passing = [c for c in self.configs if o.stage == "none" or self.gate.at_config_stage(c).passed]
+        seeder = o.seeder or perf_model_seeds
+        try:
+            seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds,
+                           model=getattr(self.gate, "model", None))
+        except TypeError:
+            seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds)
+        taken = self.first_guess_keys  # asked already (sent, or judged and told)
+        key = rec.config_key
+        seeds = list({key(c): c for c in seeds if key(c) in self.space_keys and key(c) not in taken}.values())
+        for config in seeds:
+            self.study.enqueue_trial(self.codec.encode(config.to_dict()), user_attrs={"kr_seeded": "perf_model"})
+        if self.first_guess_sent:
+            self.notes.append(f"the perf model's first guess was timed before the space was judged (warm workers), "
+                              f"{len(seeds)} more configs from the perf model queued after it")
+        elif seeds:
+            self.notes.append(f"{len(seeds)} configs from the perf model queued first")
+        return seeds
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _learn_harness_edges(self, workers: list, stream: Any, wanted: Sequence[KernelConfig]) -> None:
+        """Compile each candidate at the edge shapes a harness problem's worker read from its harness
+        (:mod:`kernelrules.tune.harness_edges`), the first candidates, already compiling, included."""
+        if stream is not None and self._take_harness_edges(workers):
+            for config in wanted:
+                stream.side(self.gate.edge_jobs(config), config)
+
+    def _take_harness_edges(self, workers: list) -> bool:
+        """Hand the gate the edge-shape signatures a ready worker read from the problem's harness; whether the gate
+        took them (it takes them once)."""
+        signatures = (workers[0].info or {}).get("edge_signatures") if workers else None
+        if not (signatures and self.gate.add_edge_signatures(signatures)):
+            return False
+        self.notes.append(f"the harness's {len(signatures)} edge-shape signature(s) are compiled beside each "
+                          f"candidate")
+        return True
+
+
+__all__ = ["EarlyStart"]
