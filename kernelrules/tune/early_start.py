@@ -67,8 +67,8 @@ class EarlyStart:
         become the study's first seeds. A harness problem's edge shapes, read by the worker from its harness, are
         taken from the kept worker before the guesses compile. Not for a fresh worker (seconds from ready: nothing
         to gain), nor a study that has trials or that another process seeds (guesses exist only for a new study at
-        the compiled stage). ``warming``, the sampler's import thread, is
-        joined before the first ask. Sets :attr:`first_guess_sent`."""
+        the compiled stage). ``warming``, the sampler's import thread, is joined before the first ask. Sets
+        ``first_guess_sent``; returns the guesses judged and not sent yet."""
         early: collections.deque[Candidate] = collections.deque()
         if not (guesses and self.warm_workers):
             return early
@@ -153,12 +153,12 @@ class EarlyStart:
             self.study.enqueue_trial(self.codec.encode(config.to_dict()), user_attrs={"kr_seeded": "perf_model"})
         if self.first_guess_sent:
             self.notes.append(f"the perf model's first guess was timed before the space was judged (warm workers), "
-                              f"{len(seeds)} more configs from the perf model queued after it")
+                              f"{len(seeds)} more configs from the perf model queued after its first guesses")
         elif seeds:
             self.notes.append(f"{len(seeds)} configs from the perf model queued first")
         return seeds
 
-    # -- the loop -------------------------------------------------------------------------
+    # -- a harness problem's edge shapes ---------------------------------------------------
 
     def _learn_harness_edges(self, workers: list, stream: Any, wanted: Sequence[KernelConfig]) -> None:
         """Compile each candidate at the edge shapes a harness problem's worker read from its harness
