@@ -49,6 +49,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+from .cache import binary_in
 from .compile_worker import HEADER, READY, TRITON_KEY, frame, job_views, write_all
 from .compilejob import CompileJob, CompileResult
 from .feed import JobFeed
@@ -466,6 +467,8 @@ class CompilePool:
 
             self._twin_of[key] = cache_key(job, handle.source_hash, spec, twin=True)
         cached = cache.get(key)  # type: ignore[attr-defined]
+        if cached is not None and shared_dir and not binary_in(cached, shared_dir):
+            cached = None  # the facts are known, the binary is not where the launch looks: compile it there
         return (cached if cached is not None else self._twin_answer(job, key, cache)), key
 
     def _twin_answer(self, job: CompileJob, key: str | None, cache: object | None) -> CompileResult | None:
