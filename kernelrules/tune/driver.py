@@ -277,8 +277,6 @@ class Tuner(EarlyStart):
                 self._await_workers(workers[:1])
                 self._take_harness_edges(workers[:1])
             guesses = self._compile_first_guesses()
-            self.seeding, self.first_guess_keys = None, set()  # who seeds, once the first guesses decided; theirs
-            self.first_guess_sent = False
             early = self._time_first_guesses(workers, guesses, warming)
             if o.stage == "none":
                 judged = {}
@@ -423,14 +421,17 @@ class Tuner(EarlyStart):
             for worker in workers:
                 if not worker.busy and pending:
                     worker.ensure_ready()
-                    candidate = _next_to_send(pending)
-                    candidate.sent_s = self._elapsed()
-                    worker.send(("evaluate", candidate.config.to_dict()), candidate)
+                    self._send(worker, _next_to_send(pending))
             busy = [w for w in workers if w.busy]
             if not busy and not pending and not compiling and not asking and not deferred:
                 return
             if not interrupted:
                 self._wait(busy, stream if compiling else None)
+
+    def _send(self, worker: Any, candidate: Candidate) -> None:
+        """Send ``candidate`` to a free benchmark worker to compile, check and time; its ``sent_s`` is now."""
+        candidate.sent_s = self._elapsed()
+        worker.send(("evaluate", candidate.config.to_dict()), candidate)
 
     def _wait(self, busy: list, stream: Any, timeout: float = 0.5) -> None:
         """Wait for whichever comes first, a benchmark result or a compiled-stage verdict, and file the

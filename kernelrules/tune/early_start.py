@@ -70,6 +70,7 @@ class EarlyStart:
         the compiled stage). ``warming``, the sampler's import thread, is joined before the first ask. Sets
         ``first_guess_sent``; returns the guesses judged and not sent yet."""
         early: collections.deque[Candidate] = collections.deque()
+        self.seeding, self.first_guess_keys, self.first_guess_sent = None, set(), False  # this run's, decided here
         if not (guesses and self.warm_workers):
             return early
         if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
@@ -90,8 +91,7 @@ class EarlyStart:
                 early.append(candidate)
                 continue
             self._await_workers(workers[:1])
-            candidate.sent_s = self._elapsed()
-            workers[0].send(("evaluate", candidate.config.to_dict()), candidate)
+            self._send(workers[0], candidate)
             self.startup["first_guess_sent_s"] = candidate.sent_s  # the same instant as its record's sent_s
             self.first_guess_sent = True
         return early
@@ -115,9 +115,7 @@ class EarlyStart:
         while thread.is_alive():
             for worker in workers:
                 if early and not worker.busy and worker.info and worker.process is not None and worker.process.ready:
-                    candidate = early.popleft()
-                    candidate.sent_s = self._elapsed()
-                    worker.send(("evaluate", candidate.config.to_dict()), candidate)
+                    self._send(worker, early.popleft())
             busy = [w for w in workers if w.busy]
             if busy:
                 self._wait(busy, None, timeout=0.05)
