@@ -114,19 +114,35 @@ def _clear_directory(path: str) -> None:
 
 
 def _run_captured(job: CompileJob, capture_fd: int, use_triton_cache: bool,
-                  on_compiled: Any = None) -> CompileResult:
+                  on_compiled: Any = None, on_source: Any = None) -> CompileResult:
     """Compile one job with fd 2 (C++/LLVM diagnostics) going to ``capture_fd``."""
     from .compilejob import compile_job
 
     os.ftruncate(capture_fd, 0)
     os.lseek(capture_fd, 0, os.SEEK_SET)
-    result = compile_job(job, use_triton_cache=use_triton_cache, on_compiled=on_compiled)
+    result = compile_job(job, use_triton_cache=use_triton_cache, on_compiled=on_compiled, on_source=on_source)
     if not result.ok:
         os.lseek(capture_fd, 0, os.SEEK_SET)
         native = os.read(capture_fd, 1 << 20).decode("utf-8", "replace")
         if native.strip():
             result.log = (result.log + "\n" + native).strip()[-20000:]
     return result
+
+
+def _launcher_builder(cache_dir: str, threads: list) -> Any:
+    """The ``on_source`` of a compile into a shared cache: the launcher's build starts beside the compile
+    (:func:`kernelrules.compile.host_prebuild.start_launcher_build`); its thread goes into ``threads``."""
+    from .host_prebuild import start_launcher_build
+
+    def start(source: Any, backend: str) -> None:
+        try:
+            thread = start_launcher_build(source, backend, cache_dir)
+        except Exception:  # noqa: BLE001 - best effort: the launch builds what is missing
+            thread = None
+        if thread is not None:
+            threads.append(thread)
+
+    return start
 
 
 def _prebuild_host_modules(kernel: Any, cache_dir: str) -> None:
@@ -211,9 +227,11 @@ def main() -> None:
         # the private one is bypassed (always_compile) and emptied after the job.
         os.environ["TRITON_CACHE_DIR"] = shared_cache or scratch
         compiled: list = []  # with a shared cache (a launching process reads it): the kernel, for its host modules
+        building: list = []  # the launcher's build started beside the compile, if this job started it
         try:
             result = _run_captured(job, capture.fileno(), use_triton_cache=bool(shared_cache),
-                                   on_compiled=compiled.append if shared_cache else None)
+                                   on_compiled=compiled.append if shared_cache else None,
+                                   on_source=_launcher_builder(shared_cache, building) if shared_cache else None)
         except BaseException as exc:  # noqa: BLE001 - report, then keep serving
             result = CompileResult.failure("internal", f"worker: {type(exc).__name__}: {exc}")
         try:
@@ -221,6 +239,8 @@ def main() -> None:
         except OSError:  # the pool is gone: nobody reads the answer
             shutil.rmtree(scratch, ignore_errors=True)
             return
+        for thread in building:  # after the answer; before the scratch (its temporary files) or the cache changes
+            thread.join()
         if compiled:  # after the answer: the verdict does not wait for a C compile
             _prebuild_host_modules(compiled[0], shared_cache)
         _clear_directory(scratch)

@@ -358,14 +358,16 @@ def prepare_failure(exc: Exception) -> CompileResult:
 
 
 def compile_job(job: CompileJob, *, use_triton_cache: bool = False,
-                on_compiled: Callable[[Any], None] | None = None) -> CompileResult:
+                on_compiled: Callable[[Any], None] | None = None,
+                on_source: Callable[[Any, str], None] | None = None) -> CompileResult:
     """Compile ``job`` in this process (no time limit) and classify the outcome.
 
     By default Triton's cache is bypassed, so the compile is cold and every artifact
     (the ptxas log included) is produced; pool workers also compile into a private,
     emptied cache directory. ``use_triton_cache=True`` lets Triton's cache answer.
-    ``on_compiled`` gets Triton's compiled kernel after a successful compile (a compile
-    worker builds its host modules: :mod:`kernelrules.compile.host_prebuild`).
+    ``on_compiled`` gets Triton's compiled kernel after a successful compile, and ``on_source``
+    Triton's source of the kernel and the target's backend as the compile starts (a compile worker
+    builds the launching process's host modules: :mod:`kernelrules.compile.host_prebuild`).
     """
     start = time.perf_counter()
     try:
@@ -380,7 +382,10 @@ def compile_job(job: CompileJob, *, use_triton_cache: bool = False,
     with _quiet_compile(use_triton_cache) as output:
         try:
             options = check_options(target, launch_options(handle.fn, job.options))
-            kernel = triton.compile(spec.ast_source(handle.fn), target=target, options=options)
+            source = spec.ast_source(handle.fn)
+            if on_source is not None:
+                on_source(source, target.backend)
+            kernel = triton.compile(source, target=target, options=options)
             result = CompileResult(ok=True, asm=_artifacts(kernel), metadata=_metadata_dict(kernel))
         except Exception as exc:  # noqa: BLE001 - classified below
             result = _classify_exception(exc, handle.fn)

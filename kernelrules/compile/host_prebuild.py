@@ -11,32 +11,43 @@ first timing. Where the compile workers share a Triton cache with the process th
 the worker that compiled a kernel builds both there right after answering, and the launching
 process imports them from the cache.
 
+The launcher's source depends on the argument types only, which Triton knows before it compiles
+(the ``ASTSource``'s signature), so the first compile of a signature in a cache starts building it
+in a thread as the compile starts (:func:`start_launcher_build`): a probe compile sent 0.01 s into a
+tune run has the launcher there before the first timed config launches, where a build after the
+probe's answer raced the benchmark worker's first launch. Kernels with tensor-descriptor arguments,
+whose launcher also depends on how the compile lowered them, are built after the compile
+(:func:`prebuild`).
+
 Best effort: without a C compiler, the CUDA driver library or an NVIDIA target, nothing is built
 and the launching process builds them as it would have. One worker per kernel signature and cache
 builds them (a claim file in the cache's folder ``.kr-host-modules``, one folder however many kernels);
-the rest find the claim and go on.
+the rest find the claim and go on. A worker kept from one study to the next (``tune``'s session)
+claims again in each study's cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
+import threading
+from typing import Any, Mapping
 
 #: The folder of this module's claim files in a shared Triton cache directory (a file per launcher source).
 CLAIM_DIR = ".kr-host-modules"
-#: Launchers this process has built or found claimed, by claim name.
-_seen: set[str] = set()
+#: (cache directory, claim name) of the launchers this process has built or found claimed.
+_seen: set[tuple[str, str]] = set()
 
 
 def claim_name(src: Any, metadata: Any) -> str | None:
-    """The claim file's name (in :data:`CLAIM_DIR`) for this kernel's launcher: what its source depends on (the argument types, the
-    tensor descriptors' layout); None when ``src`` has no signature (another Triton)."""
+    """The claim file's name (in :data:`CLAIM_DIR`) for this kernel's launcher: what its source depends on (the
+    argument types, the tensor descriptors' layout; none, ``[]`` and a missing one alike); None when ``src`` has no
+    signature (another Triton). ``metadata`` may be None before the compile."""
     signature = getattr(src, "signature", None)
     if not isinstance(signature, dict):
         return None
     described = repr((sorted((str(k), repr(v)) for k, v in signature.items()),
-                      repr(getattr(metadata, "tensordesc_meta", None))))
+                      repr(getattr(metadata, "tensordesc_meta", None) or None)))
     return hashlib.sha256(described.encode()).hexdigest()[:24]
 
 
@@ -51,27 +62,74 @@ def _claim(cache_dir: str, name: str) -> bool:
     return True
 
 
+def _first(cache_dir: str, name: str | None) -> bool:
+    """Whether this process builds launcher ``name`` in ``cache_dir``: neither it nor another process claimed it."""
+    if name is None or (cache_dir, name) in _seen:
+        return False
+    _seen.add((cache_dir, name))
+    return _claim(cache_dir, name)
+
+
+def _build(src: Any, metadata: Any) -> bool:
+    """Build (or load) ``src``'s launcher, then Triton's CUDA helper, into ``TRITON_CACHE_DIR``, each on its own;
+    whether the launcher was built and loaded. The launcher first: a benchmark worker builds its CUDA helper in
+    its warm-up, before the first trial, and a kept worker has it loaded. Triton writes a module into its cache
+    before it loads it, so one that cannot load here (no GPU driver) is still there for the launching process."""
+    try:
+        from triton.backends.nvidia.driver import CudaLauncher, CudaUtils
+    except Exception:  # noqa: BLE001 - another Triton: the launch builds them
+        return False
+    try:
+        CudaLauncher(src, metadata)
+        built = True
+    except Exception:  # noqa: BLE001 - no C compiler, no libcuda: the launching process builds it
+        built = False
+    try:
+        CudaUtils()  # not triton.runtime.driver.active, whose check imports torch
+    except Exception:  # noqa: BLE001 - as above
+        pass
+    return built
+
+
 def prebuild(src: Any, metadata: Any, cache_dir: str) -> bool:
     """Build the CUDA helper and the launcher of a kernel compiled from ``src`` (with ``metadata``) into the Triton
     cache ``cache_dir`` (``TRITON_CACHE_DIR`` must name it); whether this call built or found them. Nothing for a
     target other than NVIDIA's, a launcher already claimed, or where Triton cannot build them here."""
     target = getattr(metadata, "target", None)
-    if getattr(target, "backend", None) != "cuda":
+    if getattr(target, "backend", None) != "cuda" or not _first(cache_dir, claim_name(src, metadata)):
         return False
-    name = claim_name(src, metadata)
-    if name is None or name in _seen:
-        return False
-    _seen.add(name)
-    if not _claim(cache_dir, name):
-        return False
-    try:
-        from triton.backends.nvidia.driver import CudaLauncher, CudaUtils
-
-        CudaUtils()  # not triton.runtime.driver.active, whose check imports torch
-        CudaLauncher(src, metadata)
-    except Exception:  # noqa: BLE001 - no C compiler, no libcuda, another Triton: the launch builds them
-        return False
-    return True
+    return _build(src, metadata)
 
 
-__all__ = ["CLAIM_DIR", "claim_name", "prebuild"]
+class _BeforeCompile:
+    """The compiled kernel's metadata as a launcher's build reads it, before the kernel exists: no tensor
+    descriptors (:func:`start_launcher_build` takes no kernel with them), and zero for the launch facts
+    (scratch sizes, cluster flags) the launcher object keeps and the build discards."""
+
+    tensordesc_meta = None
+
+    def __getattr__(self, name: str) -> int:
+        return 0
+
+
+def has_descriptors(signature: Mapping[str, Any]) -> bool:
+    """Whether a kernel signature has a tensor-descriptor argument (its launcher depends on the compile)."""
+    return any("tensordesc" in str(value) for value in signature.values())
+
+
+def start_launcher_build(src: Any, backend: str, cache_dir: str) -> threading.Thread | None:
+    """As a compile of ``src`` for ``backend`` starts: build Triton's CUDA helper and the kernel signature's launcher
+    into ``cache_dir`` (``TRITON_CACHE_DIR`` must name it) in a thread beside the compile; the thread, or None
+    (another backend, tensor descriptors, a launcher claimed already). Join it before ``TRITON_CACHE_DIR`` or the
+    temporary directory changes: the build writes there."""
+    signature = getattr(src, "signature", None)
+    if backend != "cuda" or not isinstance(signature, dict) or has_descriptors(signature):
+        return None
+    if not _first(cache_dir, claim_name(src, None)):
+        return None
+    thread = threading.Thread(target=_build, args=(src, _BeforeCompile()), name="kernelrules-launcher", daemon=True)
+    thread.start()
+    return thread
+
+
+__all__ = ["CLAIM_DIR", "claim_name", "has_descriptors", "prebuild", "start_launcher_build"]

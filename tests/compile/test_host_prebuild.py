@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -67,12 +66,12 @@ def test_the_first_worker_builds_and_the_others_find_the_claim(tmp_path, fresh_p
     src = types.SimpleNamespace(signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"})
     metadata = types.SimpleNamespace(target=GPUTarget("cuda", 90, 32))
     assert host_prebuild.prebuild(src, metadata, str(tmp_path))
-    assert fake_nvidia_driver == ["cuda_utils", "launcher:['BLOCK', 'n', 'x_ptr']"]
+    assert fake_nvidia_driver == ["launcher:['BLOCK', 'n', 'x_ptr']", "cuda_utils"]
     assert [p.name for p in tmp_path.iterdir()] == [host_prebuild.CLAIM_DIR]  # the cache's root keeps one folder
     assert not host_prebuild.prebuild(src, metadata, str(tmp_path))  # this process: once
     host_prebuild._seen.clear()  # another worker process, the same cache: the claim stops it
     assert not host_prebuild.prebuild(src, metadata, str(tmp_path)) and len(fake_nvidia_driver) == 2
-    host_prebuild._seen.clear()  # another study's cache: built there too
+    # another study's cache, the same worker process (tune's session keeps its compile workers): built there too
     assert host_prebuild.prebuild(src, metadata, str(tmp_path / "other")) and len(fake_nvidia_driver) == 4
 
 
@@ -90,14 +89,91 @@ def test_nothing_for_another_target_and_no_error_where_it_cannot_build(tmp_path,
     assert not host_prebuild.prebuild(src, types.SimpleNamespace(target=GPUTarget("cuda", 90, 32)), str(tmp_path))
 
 
-def test_a_pool_worker_with_a_shared_cache_claims_the_launcher_after_answering(tmp_path):
-    """The compile worker hands the kernel it compiled into a shared Triton cache to the prebuild (on this CPU the
-    build itself stops at the missing CUDA driver library; the claim shows the worker made it)."""
+def test_the_launcher_starts_building_as_the_compile_starts(tmp_path, fresh_process, fake_nvidia_driver):
+    """Before a compile, the signature alone gives the launcher (no tensor descriptors): built in a thread, and
+    claimed under the name the kernel's own metadata gives after the compile, so it is built once."""
+    src = types.SimpleNamespace(signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"})
+    thread = host_prebuild.start_launcher_build(src, "cuda", str(tmp_path))
+    assert thread is not None
+    thread.join(30)
+    assert fake_nvidia_driver == ["launcher:['BLOCK', 'n', 'x_ptr']", "cuda_utils"]
+    assert host_prebuild.start_launcher_build(src, "cuda", str(tmp_path)) is None  # claimed: once a cache
+    compiled = types.SimpleNamespace(target=GPUTarget("cuda", 90, 32), tensordesc_meta=[])  # Triton 3.6's "none"
+    assert not host_prebuild.prebuild(src, compiled, str(tmp_path)) and len(fake_nvidia_driver) == 2
+    assert host_prebuild.start_launcher_build(src, "hip", str(tmp_path / "amd")) is None
+
+
+def test_a_kernel_with_tensor_descriptors_builds_its_launcher_after_the_compile(tmp_path, fresh_process,
+                                                                                fake_nvidia_driver):
+    """A tensor descriptor's launcher code depends on how the compile lowered it (``tensordesc_meta``)."""
+    src = types.SimpleNamespace(signature={"desc": "tensordesc<fp16[64, 64]>", "n": "i32"})
+    assert host_prebuild.start_launcher_build(src, "cuda", str(tmp_path)) is None and not fake_nvidia_driver
+    compiled = types.SimpleNamespace(target=GPUTarget("cuda", 90, 32), tensordesc_meta=[{"swizzle": 128}])
+    assert host_prebuild.prebuild(src, compiled, str(tmp_path)) and len(fake_nvidia_driver) == 2
+
+
+def _python_headers() -> bool:
+    import sysconfig
+
+    return (Path(sysconfig.get_paths()["include"]) / "Python.h").exists()
+
+
+@pytest.fixture
+def stub_libcuda(tmp_path, monkeypatch):
+    """A CUDA driver library with no functions, for Triton's link of its host modules on a machine without one (the
+    modules build, and cannot load)."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or not _python_headers():
+        pytest.skip("no C compiler or no Python headers: Triton cannot build host modules here")
+    folder = tmp_path / "libcuda-stub"
+    folder.mkdir()
+    (folder / "stub.c").write_text("int kernelrules_stub(void) { return 0; }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(folder / "libcuda.so"), str(folder / "stub.c")], check=True)
+    (folder / "libcuda.so.1").symlink_to("libcuda.so")
+    monkeypatch.setenv("TRITON_LIBCUDA_PATH", str(folder))
+    return folder
+
+
+def test_the_launcher_built_before_the_compile_is_the_one_the_launch_loads(tmp_path, monkeypatch, fresh_process,
+                                                                           stub_libcuda):
+    """Triton's own launcher, made from the compiled kernel as a launching process makes it, finds the file the
+    build beside the compile wrote, and builds nothing."""
+    import triton.runtime.build as build
+    from triton.backends.nvidia.driver import CudaLauncher
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    threads, kernels = [], []
+    result = compile_job(_job(32), use_triton_cache=True, on_compiled=kernels.append,
+                         on_source=lambda src, backend: threads.append(
+                             host_prebuild.start_launcher_build(src, backend, str(cache))))
+    assert result.ok, result.details
+    [thread] = threads
+    thread.join(120)
+    [built] = list(cache.glob("*/__triton_launcher*"))
+    loaded = []
+
+    def build_again(*args, **kwargs):
+        raise AssertionError("the launch built its launcher again")
+
+    monkeypatch.setattr(build, "_build", build_again)
+    monkeypatch.setattr(build, "_load_module_from_path",
+                        lambda name, path: loaded.append(Path(path)) or types.SimpleNamespace(launch=None))
+    CudaLauncher(kernels[0].src, kernels[0].metadata)
+    assert loaded == [built]
+
+
+def test_a_pool_worker_with_a_shared_cache_claims_the_launcher_before_answering(tmp_path, stub_libcuda):
+    """The compile worker claims the launcher as its first compile into a shared Triton cache starts, so the claim is
+    there when the answer comes, and the launcher once the worker is done."""
     shared = tmp_path / "shared"
     with CompilePool(max_workers=1, timeout=240, triton_cache_dir=str(shared)) as pool:
         [(_, result)] = list(pool.run([_job(32)]))
         assert result.ok, result.details
-        deadline = time.monotonic() + 60  # the answer came first; the worker claims right after it
-        while not list((shared / host_prebuild.CLAIM_DIR).glob("*")) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    assert len(list((shared / host_prebuild.CLAIM_DIR).glob("*"))) == 1
+        assert len(list((shared / host_prebuild.CLAIM_DIR).glob("*"))) == 1
+        [(_, again)] = list(pool.run([_job(64)]))  # the worker joined the build before this job
+        assert again.ok, again.details
+        assert len(list(shared.glob("*/__triton_launcher*"))) == 1
