@@ -39,12 +39,14 @@ class EarlyStart:
             pass
 
     def _compile_first_guesses(self) -> list[KernelConfig]:
-        """A new study's first seeds, guessed from the configs' values, compile while the probes run
-        (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile workers); the guesses
-        whose compiles (their edge shapes too) all fit in the compiles ahead, best first."""
+        """The first seeds of a new study, guessed from the configs' values, compile while the probes run and the
+        study opens (:func:`~kernelrules.tune.startup.guess_budget`; nothing on a machine with few compile
+        workers); the guesses whose compiles (their edge shapes too) all fit in the compiles ahead, best first.
+        Called before the study opens, so a resumed study's guesses compile too, unused: the compile workers the
+        probes leave, for the seconds the probes take."""
         o = self.options
         count, limit = guess_budget(len(self.configs), self.gate.compile_workers(), o.model_seeds)
-        if o.stage != "compiled" or self.study.trials or o.sampler == "grid" or not count:
+        if o.stage != "compiled" or o.sampler == "grid" or not count:
             return []
         try:
             guesses = (o.seeder or perf_model_seeds)(self.gate.plain_survivors(self.configs), self.arch,
@@ -71,7 +73,7 @@ class EarlyStart:
         ``first_guess_sent``; returns the guesses judged and not sent yet."""
         early: collections.deque[Candidate] = collections.deque()
         self.seeding, self.first_guess_keys, self.first_guess_sent = None, set(), False  # this run's, decided here
-        if not (guesses and self.warm_workers):
+        if not (guesses and self.warm_workers) or self.study.trials:  # guesses are for a new study
             return early
         if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
             self.seeding = "elsewhere"

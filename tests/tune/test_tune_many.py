@@ -193,6 +193,25 @@ def test_a_later_problem_files_its_compiles_in_its_own_cache(tmp_path, monkeypat
         session.close()
 
 
+def test_a_resumed_study_times_no_first_guess_early(tmp_path):
+    """The first guesses compile before the study opens, so before the run knows whether the study is new: a later
+    problem whose study has trials already (the same space again, the same storage) sends none of them early, and
+    its records repeat no config."""
+    from kernelrules.tune.driver import TuneOptions, Tuner
+    from kernelrules.tune.session import TuneSession
+
+    session = TuneSession()
+    try:
+        options = dict(_common(tmp_path), trials=2, jobs=4, stage="compiled")
+        first = Tuner(FIXTURES / "matmul_small.yaml", TuneOptions(**options), session=session).run()
+        again = Tuner(FIXTURES / "matmul_small.yaml", TuneOptions(**dict(options, trials=4)), session=session).run()
+    finally:
+        session.close()
+    assert "first_guess_sent_s" not in again.summary["startup"]
+    keys = [r["key"] for r in first.records + again.records]  # the study's 4 trials: 2 of each run
+    assert len(first.records) == len(again.records) == 2 and len(set(keys)) == 4
+
+
 def test_while_a_later_problem_is_judged_its_guesses_are_timed_and_read(tmp_path, monkeypatch):
     """The space is judged in a thread while the run's thread reads the worker's results and sends it the next guess
     judged already: with a slow judging (4 s more), the first guess's result is filed and the second guess sent

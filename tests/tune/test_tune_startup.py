@@ -616,3 +616,24 @@ def test_probes_that_cannot_be_sent_early_are_left_to_the_judging(tmp_path, monk
     result = tune(SMALL, arch="hopper", interpret=True, trials=1, storage=str(tmp_path / "study.db"),
                   stage="compiled", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=2)
     assert calls and any(r["status"] in ("better", "slower") for r in result.records)
+
+
+def test_the_first_guesses_compile_while_the_study_opens(tmp_path, monkeypatch):
+    """The perf model's first guesses go to the spare compile workers before the study opens (0.09-0.15 s of the
+    H200 warm series' start), not after it."""
+    events = []
+    compile_ahead, open_study = Gate.compile_ahead, Tuner._open
+
+    def recording_ahead(gate, configs, limit):
+        events.append(("guesses", len(configs)))
+        return compile_ahead(gate, configs, limit)
+
+    def recording_open(tuner):
+        events.append(("open", None))
+        return open_study(tuner)
+
+    monkeypatch.setattr(Gate, "compile_ahead", recording_ahead)
+    monkeypatch.setattr(Tuner, "_open", recording_open)
+    tune(SMALL, arch="ampere", interpret=True, trials=2, storage=str(tmp_path / "study.db"), stage="compiled",
+         cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=4, seed=3)
+    assert [kind for kind, _ in events] == ["guesses", "open"] and events[0][1] >= 1
