@@ -243,3 +243,22 @@ def test_the_startup_line_puts_the_drivers_and_the_workers_marks_in_time_order_t
                                     "w:ready 6.00 workers_ready 6.10 w:warmed 7.25 | first timed 8.50 (trial 0: "
                                     "asked 5.00, sent 6.25, compile 0.0, check 1.5)")
     assert ab.startup_line({"summary": {}, "records": []}) == ""  # a run that recorded nothing
+
+
+def test_the_first_trial_phases_of_a_committed_series():
+    """first_trial_phases.py on the warm series at a639a79: layernorm/large's first guess went early but its result
+    was filed after the judging, with the worker's own compile and a first check launch of a launcher's build."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import first_trial_phases as ftp
+
+    folder = ROOT / "benchmarks" / "results" / "suite" / "pairs-a639a79-warm"
+    row = ftp.phases(folder / "live-layernorm__large.json")
+    assert row["first_guess_sent_s"] == row["sent_s"] == 0.288 and row["space_judged_s"] == 0.938
+    assert row["filed_s"] == 1.883 > row["space_judged_s"]
+    assert row["phase_seconds"]["compile"] == 0.435 and row["first_launch_s"] == 0.2844
+    tpe = ftp.phases(folder / "tpe-raw-layernorm__large.json")
+    assert tpe["first_guess_sent_s"] is None and tpe["filed_s"] == 0.76
+    assert "guess sent  0.288" in ftp.line(row) and "guess sent      -" in ftp.line(tpe)
+    assert ftp.first_timed([{"status": "rejected", "elapsed_s": 0.1}]) is None
