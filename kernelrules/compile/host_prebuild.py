@@ -8,14 +8,14 @@ empty caches, they were 0.25-0.36 s of a benchmark worker's warm-up and 0.19-0.2
 trial (``benchmarks/results/first_trial_profile_2026-12-04``), both on the way to a tune run's
 first timing. Where the compile workers share a Triton cache with the process that will launch
 (``kernelrules tune``'s study cache, ``kernelrules.autotune``'s precompile on the launching GPU),
-the worker that compiled a kernel builds both there right after answering, and the launching
-process imports them from the cache.
+the compile workers build both there, and the launching process imports them from the cache.
 
 The launcher's source depends on the argument types only, which Triton knows before it compiles
 (the ``ASTSource``'s signature), so the first compile of a signature in a cache starts building it
-in a thread as the compile starts (:func:`start_launcher_build`): a probe compile sent 0.01 s into a
-tune run has the launcher there before the first timed config launches, where a build after the
-probe's answer raced the benchmark worker's first launch. Kernels with tensor-descriptor arguments,
+in a thread as the compile starts (:func:`start_launcher_build`): in a tune run, beside the probe
+compiles sent as it starts, rather than after a compile's answer, when the benchmark worker's first
+launch may already need it (on a 2-core CPU the launcher was in the cache from 0.08 s after the first
+probe's answer to 1.86 s before it, ``benchmarks/results/launcher-ready-2026-12-05``). Kernels with tensor-descriptor arguments,
 whose launcher also depends on how the compile lowered them, are built after the compile
 (:func:`prebuild`).
 
@@ -118,7 +118,7 @@ def has_descriptors(signature: Mapping[str, Any]) -> bool:
 
 
 def start_launcher_build(src: Any, backend: str, cache_dir: str) -> threading.Thread | None:
-    """As a compile of ``src`` for ``backend`` starts: build Triton's CUDA helper and the kernel signature's launcher
+    """As a compile of ``src`` for ``backend`` starts: build the kernel signature's launcher and Triton's CUDA helper
     into ``cache_dir`` (``TRITON_CACHE_DIR`` must name it) in a thread beside the compile; the thread, or None
     (another backend, tensor descriptors, a launcher claimed already). Join it before ``TRITON_CACHE_DIR`` or the
     temporary directory changes: the build writes there."""
