@@ -15,9 +15,9 @@ The launcher's source depends on the argument types only, which Triton knows bef
 in a thread as the compile starts (:func:`start_launcher_build`): in a tune run, beside the probe
 compiles sent as it starts, rather than after a compile's answer, when the benchmark worker's first
 launch may already need it (on a 2-core CPU the launcher was in the cache from 0.08 s after the first
-probe's answer to 1.86 s before it, ``benchmarks/results/launcher-ready-2026-12-05``). Kernels with tensor-descriptor arguments,
-whose launcher also depends on how the compile lowered them, are built after the compile
-(:func:`prebuild`).
+probe's answer to 1.86 s before it, ``benchmarks/results/launcher-ready-2026-12-05``). Kernels with
+tensor-descriptor arguments, whose launcher also depends on how the compile lowered them, are built
+after the compile (:func:`prebuild`).
 
 Best effort: without a C compiler, the CUDA driver library or an NVIDIA target, nothing is built
 and the launching process builds them as it would have. One worker per kernel signature and cache
