@@ -93,6 +93,7 @@ def run_method(method: str, repeat: int, args) -> dict:
     folder = Path(args.out) / f"{method}-{repeat}"
     folder.mkdir(parents=True, exist_ok=True)
     common = dict(arch=args.arch, trials=args.trials, time_budget=args.time_budget, gpus=args.gpus,
+                  stop_at_ms=getattr(args, "stop_at_ms", None),
                   interpret=args.interpret, seed=repeat, storage=str(folder / "study.db"),
                   cache_dir=str(folder / "compile-cache"),
                   study_name=f"{method}-{repeat}", top_k=args.top_k, rounds=args.rounds,
@@ -287,6 +288,10 @@ def main() -> None:
     parser.add_argument("--no-pair", action="store_true",
                         help="with --time-config, do not also time each run's pick beside it (a baseline's runs: only "
                              "their time to 2%% is compared)")
+    parser.add_argument("--stop-within", type=float, default=None, metavar="FRACTION",
+                        help="with --time-config: time that config before the runs (its median over the final rounds, "
+                             "``reference_before``) and stop each run once a config times within FRACTION of it "
+                             "(tune's stop_at_ms); the summaries then measure each run against that reference")
     parser.add_argument("--summarize", nargs="+", metavar="DIR", help="merge saved runs; run nothing")
     parser.add_argument("--remeasured", type=Path, default=None,
                         help="remeasure.json (h200_remeasure.py): count a run as within 2%% from its first timed "
@@ -295,6 +300,8 @@ def main() -> None:
                         help="every run in one TuneSession, after a one-trial warm-up run of the space: each run finds "
                              "the benchmark worker (torch, the GPU's context) and the compile workers started")
     args = parser.parse_args()
+    if args.stop_within is not None and not args.time_config:
+        parser.error("--stop-within needs --time-config (the config whose time the runs stop near)")
     args.gpus = [g for g in args.gpus.split(",") if g]
     Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.warm and not args.summarize:
@@ -321,15 +328,32 @@ def start_warm_session(args) -> None:
     print(f"== warm-up: {time.time() - started:.1f} s", flush=True)
 
 
+def stop_near_reference(args) -> dict:
+    """``--stop-within``: time ``--time-config`` before the runs, as :func:`time_one_config` does after them, and set
+    ``args.stop_at_ms`` to its median over the final rounds times ``1 + stop_within``. A run then stops once its
+    best-so-far is within that fraction of the reference, and its time to it is read against the same reference
+    (``suite_live_ab_summary.reference_ms``): the stop spends no device time after the run got there."""
+    reference = time_one_config(args.time_config, args, "reference-before")
+    if not reference.get("final_ms"):
+        raise SystemExit(f"--stop-within: the reference config could not be timed ({reference.get('status')})")
+    args.stop_at_ms = reference["final_ms"] * (1 + args.stop_within)
+    print(f"   the given config before the runs: {reference['final_ms']} ms; runs stop at {args.stop_at_ms:.6g} ms",
+          flush=True)
+    return reference
+
+
 def run_and_report(args) -> None:
     if args.summarize:
         runs = [json.loads(f.read_text()) for d in args.summarize for f in sorted(Path(d).glob("run-*.json"))]
     else:
         runs = []
+        reference = stop_near_reference(args) if args.stop_within is not None else None
         for repeat in range(args.first_repeat, args.first_repeat + args.repeats):
             for method in args.methods.split(","):
                 print(f"== {method} (repeat {repeat})", flush=True)
                 runs.append(run_method(method, repeat, args))
+                if reference is not None:
+                    runs[-1].update(reference_before=reference, stop_at_ms=args.stop_at_ms)
                 if args.time_config:
                     runs[-1]["timed_config"] = time_one_config(args.time_config, args, f"one-config-{method}-{repeat}")
                     print(f"   the given config alone: {runs[-1]['timed_config']['final_ms']} ms", flush=True)

@@ -32,6 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from h200_tune import time_to_within  # noqa: E402
 
 
+def reference_ms(run: dict) -> float | None:
+    """The time a run's best-so-far is measured against: the sweep's best config timed before the run
+    (``h200_tune.py --stop-within``: the median of its final rounds, the time the run stopped near), else after it
+    (``timed_config``: its one timing)."""
+    before = run.get("reference_before") or {}
+    if before.get("final_ms"):
+        return before["final_ms"]
+    return (run.get("timed_config") or {}).get("ms")
+
+
 def summarize(run: dict) -> dict:
     timed = [r for r in run["records"] if r.get("status") in TIMED and r.get("ms") is not None
              and r.get("elapsed_s") is not None]
@@ -42,14 +52,14 @@ def summarize(run: dict) -> dict:
             if seconds is not None:
                 phases.setdefault(phase, []).append(seconds)
     span = elapsed[-1] - elapsed[0] if len(elapsed) > 1 else None
-    reference = run.get("timed_config") or {}
+    reference = reference_ms(run)
     return {
         "timed": len(elapsed),
         "first_s": elapsed[0] if elapsed else None,
         "last_s": elapsed[-1] if elapsed else None,
         "rate": round((len(elapsed) - 1) / span, 2) if span else None,
         "busy": round(sum(sum(v) for v in phases.values()) / span, 2) if span and phases else None,
-        "to_2pct_s": time_to_within(timed, reference["ms"])[0] if reference.get("ms") else None,
+        "to_2pct_s": time_to_within(timed, reference)[0] if reference else None,
         "ready_s": (run["summary"].get("startup") or {}).get("workers_ready_s"),
         "after_workers_s": after_workers(run, elapsed[0] if elapsed else None),
         "startup": start_up(run),

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # A like-for-like live series: per problem, `kernelrules tune` and TPE on the raw space back to back on one GPU machine.
 #
-#   KR_COMMIT=<commit> [WARM=1] bash benchmarks/suite_live_pairs.sh UNTIL_SECONDS KR_BUDGET TPE_BUDGET FAMILY/SHAPE=TARGET_MS ...
+#   KR_COMMIT=<commit> [WARM=1] [STOP=0.02] bash benchmarks/suite_live_pairs.sh UNTIL_SECONDS KR_BUDGET TPE_BUDGET FAMILY/SHAPE=TARGET_MS ...
 #
 # WARM=1 makes every run a warm one (benchmarks/suite_live_tune.sh: the workers started by a one-trial warm-up run of
-# the same space, in the same process), both sides alike.
+# the same space, in the same process), both sides alike. STOP=0.02 stops each run once it is within 2% of the sweep's
+# best config as timed just before it (suite_live_tune.sh), both sides alike: more problems fit in a call.
 #
 # The two series of docs/suite.md's TPE comparison ran in different device calls, on different machines of the same
 # kind; the same code's start-up differed by 2.2 s between two such machines (benchmarks/results/suite/

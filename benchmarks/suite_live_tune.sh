@@ -17,6 +17,10 @@ prefix=live; extra=()
 # WARM=1: h200_tune.py --warm: the run finds the benchmark worker and the compile workers started (a one-trial
 # warm-up run first), as the later problems of `kernelrules tune A B ...` do; its JSON says "warm": true
 [ -n "${WARM:-}" ] && extra+=(--warm)
+# STOP=0.02: h200_tune.py --stop-within 0.02: the sweep's best config is timed before the run too, and the run stops
+# once its best-so-far is within 2% of that time (measured against the same reference, so nothing of the time to 2%
+# is lost); the device time after it is saved for the next problem
+[ -n "${STOP:-}" ] && extra+=(--stop-within "$STOP")
 for item in "$@"; do
   problem=${item%%=*}; target=${item#*=}
   name=${problem/\//__}

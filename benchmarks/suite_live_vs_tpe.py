@@ -4,8 +4,8 @@
 
 ``KERNELRULES_SERIES`` holds ``live-<family>__<shape>.json`` (``suite_live_device.sh``), ``TPE_SERIES``
 ``tpe-raw-<family>__<shape>.json`` (the same script with ``METHOD=tpe-raw``): each run's time to 2% is
-when its best-so-far came within 2% of the sweep's best config timed by the same run
-(:func:`suite_live_ab_summary.summarize`). A TPE run that never got there counts its wall time, so its
+when its best-so-far came within 2% of the sweep's best config timed by the same run, before it (a series run
+with ``--stop-within``) or after it (:func:`suite_live_ab_summary.reference_ms`). A TPE run that never got there counts its wall time, so its
 ratio is a lower bound (printed with ``>=``); a kernelrules run that never got there has no ratio. The
 issue's target: kernelrules at least 5x sooner, geometric mean over the problems. ``--what-if-startup`` projects
 the ratio with both sides' start-up (everything before the first timing) set to other values, each run keeping its
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from suite_live_ab_summary import summarize  # noqa: E402
+from suite_live_ab_summary import reference_ms, summarize  # noqa: E402
 from suite_report import time_to_within  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def compare(ours: dict[str, dict], tpe: dict[str, dict]) -> list[dict]:
 
 def timed_until_2pct(run: dict) -> int | None:
     """Configs the run timed until its best-so-far came within 2% of its timing of the sweep's best (None: never)."""
-    reference = (run.get("timed_config") or {}).get("ms")
+    reference = reference_ms(run)
     seconds, timed = time_to_within(run["records"], reference) if reference else (None, 0)
     return timed if seconds is not None else None
 

@@ -658,6 +658,7 @@ def _pairs_section(w, series: str) -> None:
     if not rows:
         return
     warm = all(run.get("warm") for run in [*live.values(), *tpe.values()])
+    stopped = all(run.get("reference_before") for run in [*live.values(), *tpe.values()])
     commits = sorted({run.get("kernelrules_commit") or "unknown" for run in [*live.values(), *tpe.values()]})
     w(f"### Like for like{', warm' if warm else ''} (`{series}`: {len(rows)} of 43 problems)")
     w("")
@@ -666,6 +667,8 @@ def _pairs_section(w, series: str) -> None:
       + (": every run warm, after a one-trial warm-up run of the same space in the same process (`h200_tune.py "
          "--warm`), as the later problems of `kernelrules tune A B ...` find the benchmark worker and the compile "
          "workers; the measured run's caches are empty" if warm else "")
+      + ("; every run stopped once within 2% of the sweep's best config as timed just before it (`STOP=0.02`: "
+         "`h200_tune.py --stop-within`), the reference its time to 2% is read against" if stopped else "")
       + f". The same criterion as above. `python benchmarks/suite_live_vs_tpe.py benchmarks/results/suite/{series} "
       f"benchmarks/results/suite/{series} --table`.")
     w("")

@@ -47,6 +47,7 @@ def tune_command(
     arch: Optional[str] = typer.Option(None, "--arch", help="Target architecture (default: the current GPU)."),
     trials: Optional[int] = typer.Option(None, "--trials", help="Stop when the study has judged this many configs."),
     time_budget: Optional[str] = typer.Option(None, "--time-budget", help="Stop asking for candidates after this long (600, 10m, 1h)."),
+    stop_at_ms: Optional[float] = typer.Option(None, "--stop-at-ms", help="Stop asking for candidates once a config times at or under this many milliseconds."),
     storage: Optional[str] = typer.Option(None, "--storage", help="Study storage: an SQLite file or a URL (postgresql://...)."),
     study_dir: Optional[Path] = typer.Option(None, "--study-dir", help="Folder of the default SQLite study file."),
     study_name: Optional[str] = typer.Option(None, "--study-name", help="Study name (default: kernel, arch and sizes)."),
@@ -89,10 +90,11 @@ def tune_command(
         if not space.exists() and not space.is_symlink():  # a directory or a FIFO: load_space says what it is
             raise KernelrulesError("no such space file", path=str(space))
     if len(spaces) > 1:
-        given = [name for name, value in (("--study-name", study_name), ("--export", export), ("--key", key)) if value]
+        given = [name for name, value in (("--study-name", study_name), ("--export", export), ("--key", key),
+                                          ("--stop-at-ms", stop_at_ms)) if value is not None and value != []]
         if given:
-            raise KernelrulesError(f"{', '.join(given)} name{'s' if len(given) == 1 else ''} one problem's study or "
-                                   f"winner: give one space file with {'it' if len(given) == 1 else 'them'}")
+            raise KernelrulesError(f"{', '.join(given)} name{'s' if len(given) == 1 else ''} one problem's study, "
+                                   f"winner or target: give one space file with {'it' if len(given) == 1 else 'them'}")
 
     def on_record(record: dict) -> None:
         if json_output:
@@ -106,9 +108,11 @@ def tune_command(
     timeout = positive_seconds(timeout, "--timeout")
     bench_timeout = positive_seconds(bench_timeout, "--bench-timeout")
     budget = _seconds(time_budget)
+    if stop_at_ms is not None and not (math.isfinite(stop_at_ms) and stop_at_ms > 0):
+        raise KernelrulesError(f"--stop-at-ms {stop_at_ms:g} must be positive and finite")
 
     def options_for_one() -> TuneOptions:  # each problem its own (a run sets some of them)
-        return TuneOptions(arch=arch, trials=trials, time_budget=budget, storage=storage,
+        return TuneOptions(arch=arch, trials=trials, time_budget=budget, stop_at_ms=stop_at_ms, storage=storage,
                            study_dir=str(study_dir) if study_dir else None, study_name=study_name, gpus=gpu_list,
                            interpret=interpret, seed=seed, jobs=jobs, compile_timeout=timeout,
                            bench_timeout=bench_timeout, sampler=sampler, stage=stage, top_k=top_k, rounds=rounds,

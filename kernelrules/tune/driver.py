@@ -310,6 +310,10 @@ class Tuner(EarlyStart):
             if stream is not None:  # compiles still running (out of time) stop before the final rounds time
                 stream.close()
                 stream = None
+            if self.options.stop_at_ms is not None and self.best_ms is not None \
+                    and self.best_ms <= self.options.stop_at_ms:
+                self.notes.append(f"stopped: a config timed at {self.best_ms:.4g} ms, at or under the target "
+                                  f"{self.options.stop_at_ms:g} ms (--stop-at-ms)")
             if self.deferred_count:
                 self.notes.append(f"{self.deferred_count} config(s) predicted to spill registers were compiled and "
                                   f"timed after the others (deferred, not rejected)")
@@ -343,7 +347,11 @@ class Tuner(EarlyStart):
         return round(time.monotonic() - self.started, 3)
 
     def _time_out(self) -> bool:
-        return self.options.time_budget is not None and time.monotonic() - self.started >= self.options.time_budget
+        """Whether the run stops asking: its time budget is spent, or a config timed at or under ``stop_at_ms``."""
+        o = self.options
+        if o.stop_at_ms is not None and self.best_ms is not None and self.best_ms <= o.stop_at_ms:
+            return True
+        return o.time_budget is not None and time.monotonic() - self.started >= o.time_budget
 
     def _budget_left(self) -> bool:
         o = self.options

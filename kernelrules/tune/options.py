@@ -21,6 +21,9 @@ class TuneOptions:
     arch: str | None = None
     trials: int | None = None
     time_budget: float | None = None
+    #: Stop asking for candidates once a config times at or under this many milliseconds (a known target: the
+    #: shipped config's time, a baseline); None: search the whole budget.
+    stop_at_ms: float | None = None
     storage: str | None = None
     study_dir: str | None = None
     study_name: str | None = None

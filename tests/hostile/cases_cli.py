@@ -38,7 +38,10 @@ def _options() -> list[tuple[str, tuple[str, ...], str, str]]:
         ]
     for value in ("nan", "-1", "0", "abc", "1e999h", "inf", "-5m", "10x"):
         found.append((f"tune/time-budget={value}", (*TUNE, "--time-budget", value), REFUSED, "duration"))
+    for value in ("nan", "-1", "0", "inf", "1e309"):
+        found.append((f"tune/stop-at-ms={value}", (*TUNE, "--stop-at-ms", value), REFUSED, "positive and finite"))
     found += [
+        ("tune/stop-at-ms=abc", (*TUNE, "--stop-at-ms", "abc"), USAGE, "invalid value"),
         ("tune/trials=0", (*TUNE, "--trials", "0"), REFUSED, "--trials"),
         ("tune/trials=-5", (*TUNE, "--trials", "-5"), REFUSED, "--trials"),
         ("tune/sampler", (*TUNE, "--sampler", "bogus"), REFUSED, "unknown sampler"),

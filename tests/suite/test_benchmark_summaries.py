@@ -262,3 +262,24 @@ def test_the_first_trial_phases_of_a_committed_series():
     assert tpe["first_guess_sent_s"] is None and tpe["filed_s"] == 0.76
     assert "guess sent  0.288" in ftp.line(row) and "guess sent      -" in ftp.line(tpe)
     assert ftp.first_timed([{"status": "rejected", "elapsed_s": 0.1}]) is None
+
+
+def test_a_run_that_stopped_near_its_reference_is_measured_against_that_reference():
+    """``h200_tune.py --stop-within``: the sweep's best timed before the run (the median of its final rounds) is the
+    reference of the run's time to 2%, the one the run stopped near; a run without it keeps ``timed_config``."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import suite_live_ab_summary as ab
+    import suite_live_vs_tpe as vs
+
+    records = [{"trial": 0, "status": "better", "ms": 1.10, "elapsed_s": 1.0},
+               {"trial": 1, "status": "better", "ms": 1.03, "elapsed_s": 2.0},
+               {"trial": 2, "status": "better", "ms": 1.01, "elapsed_s": 3.0}]
+    stopped = {"records": records, "summary": {}, "reference_before": {"final_ms": 1.0, "ms": 0.9},
+               "timed_config": {"ms": 0.99}, "stop_at_ms": 1.02}
+    assert ab.reference_ms(stopped) == 1.0
+    assert ab.summarize(stopped)["to_2pct_s"] == 3.0 and vs.timed_until_2pct(stopped) == 3
+    older = {"records": records, "summary": {}, "timed_config": {"ms": 1.02}}
+    assert ab.reference_ms(older) == 1.02 and ab.summarize(older)["to_2pct_s"] == 2.0
+    assert ab.reference_ms({"records": []}) is None

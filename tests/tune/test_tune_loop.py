@@ -183,3 +183,23 @@ def test_seeds_left_waiting_are_queued_not_in_flight(tmp_path):
     f = result.summary["funnel"]
     assert f["sampled"] == 3 and f["in_flight"] == 0
     assert f["queued"] == 3  # six seeds enqueued, three asked
+
+
+def test_a_target_time_stops_the_search_once_a_config_meets_it(tmp_path):
+    """``stop_at_ms``: the loop asks for no more candidates once a timed config is at or under it (here every config
+    is: the first timing ends the search), the final re-measurement still runs, and the notes say why it stopped; a
+    target no config meets leaves the budget to decide."""
+    common = dict(arch="ampere", interpret=True, stage="config", cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1,
+                  seed=0, model_seeds=0, lookahead=0)
+    met = tune(SMALL, trials=6, storage=str(tmp_path / "met.db"), stop_at_ms=1e9, **common)
+    timed = [r for r in met.records if r["status"] in ("better", "slower")]
+    assert len(timed) == 1 and met.summary["winner"]
+    assert any(n.startswith("stopped: a config timed at") and "--stop-at-ms" in n for n in met.notes)
+    missed = tune(SMALL, trials=3, storage=str(tmp_path / "missed.db"), stop_at_ms=1e-9, **common)
+    assert missed.summary["funnel"]["sampled"] == 3  # the budget's three configs, timed or judged
+    assert not any(n.startswith("stopped: a config timed at") for n in missed.notes)
+
+
+def test_the_command_refuses_a_target_time_for_several_spaces(run_cli):
+    bad = run_cli("tune", str(SMALL), str(SMALL), "--arch", "ampere", "--interpret", "--stop-at-ms", "1")
+    assert bad.returncode == 2 and "--stop-at-ms names one problem's study, winner or target" in bad.stderr

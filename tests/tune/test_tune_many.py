@@ -78,7 +78,7 @@ def test_the_command_tunes_several_spaces_and_refuses_one_study_name_for_them(tm
     assert [s["space"] for s in summaries] == [str(HARNESS), str(faulty)]
     refused = subprocess.run(command + ["--study-name", "one"], capture_output=True, text=True, timeout=120,
                              cwd=tmp_path)
-    assert refused.returncode == 2 and "--study-name names one problem's study" in refused.stderr
+    assert refused.returncode == 2 and "--study-name names one problem's study, winner or target" in refused.stderr
     assert refused.stdout == ""
 
 
