@@ -19,7 +19,10 @@ architecture it walks a table of named stages in order (as Triton's backend fill
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
 from ..compile.cache import UNCACHED_KINDS, ResultCache
@@ -44,6 +47,8 @@ Progress = Callable[[str, int, int], None]
 #: kernel's configs 256 to tell it apart: 16 s to past the 30 s limit for fla-core's wall attention) is given
 #: up, and the kernel is judged as when no probe compiles (its configs compile, the model is not learned).
 PROBE_TIMEOUT = 10.0
+#: A dot call in a kernel file's text (``tl.dot(``, ``tl.dot_scaled(``, ``acc.dot(``).
+DOT_CALL = re.compile(r"\bdot(?:_scaled)?\s*\(")
 
 
 @dataclass
@@ -133,10 +138,26 @@ class ConfigJudge:
 
     # -- the resource model -----------------------------------------------------------
 
+    @cached_property
+    def kernel_has_dots(self) -> bool:
+        """Whether the kernel's file calls a dot (``tl.dot``, ``tl.dot_scaled``, a ``.dot(`` method), read as text:
+        a file that cannot be read, or names a dot call anywhere, counts as one with dots (the probes then stay as the
+        space orders them: :func:`~kernelrules.predict.resource_model.choose_probes`)."""
+        try:
+            text = Path(self.target.path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return True
+        return DOT_CALL.search(text) is not None
+
+    def probes_for(self, candidates: Sequence[KernelConfig], count: int = 2) -> list[KernelConfig]:
+        """The resource model's first probe configs among ``candidates`` (the judging's, and the ones a tune run
+        sends before its study opens)."""
+        return choose_probes(candidates, count=count, dots=self.kernel_has_dots)
+
     def learn_model(self, candidates: Sequence[KernelConfig], arch: Any) -> ResourceModel | None:
         """Probe-compile a few cheap configs and fit the resource model (None when it cannot)."""
         error: Exception | None = None
-        for probes in (choose_probes(candidates), synthetic_probes(candidates)):
+        for probes in (self.probes_for(candidates), synthetic_probes(candidates)):
             if not probes:
                 continue
             read = self._compile_probes(probes, arch)

@@ -671,12 +671,27 @@ def _learn_live(probes: Sequence[Probe], name: str) -> tuple[tuple[int, ...], ..
     return tuple(sorted(s for s in sets if not any(set(s) < set(t) for t in sets)))
 
 
-def choose_probes(configs: Iterable[KernelConfig], count: int = 2) -> list[KernelConfig]:
+#: Elements per thread above which a probe of a kernel without dots takes more warps, where the space has them. The
+#: smallest tile of rope/large with 16-wide blocks (16 x 16 x HEAD_DIM 128) holds 1024 elements a thread with one
+#: warp: that probe compiled for 4.4-5.1 s on a quiet 2-core CPU (1.5-1.8 s with two warps, 0.6 s with four), and the
+#: space's judging waits for the probes (rope/large's took 6.2 s on the H200, benchmarks/results/suite/pairs-a639a79-
+#: warm). With two and four warps instead of one and two, the resource and register models predicted the same for
+#: every config of the three rope problems (benchmarks/results/probe-choice-2026-12-05); with four and eight (a bound
+#: of 128), the register fit moved away from the H200 compiles on rope/skinny.
+PROBE_ELEMENTS_PER_THREAD = 512
+
+
+def choose_probes(configs: Iterable[KernelConfig], count: int = 2, dots: bool = True) -> list[KernelConfig]:
     """Pick cheap probe configs whose block sizes tell the constexprs apart.
 
     Prefers small tiles (fast compiles), pairwise-distinct block sizes inside a probe,
     and, for the second probe, block sizes that all differ from the first's. Every
     probe is compiled with ``num_stages = 3`` so the pipeline's buffer count shows.
+    For a kernel without dots (``dots=False``), among configs of the same tile, those
+    whose threads hold at most :data:`PROBE_ELEMENTS_PER_THREAD` elements (the product
+    of the integer constexprs over the threads) come first, then the fewest elements:
+    a thread holding a large tile alone compiles for seconds, and the judging waits for
+    the probes. A dot kernel's warps also choose its MMA path, so its order stays.
     """
     pool = {}
     for config in configs:
@@ -685,7 +700,15 @@ def choose_probes(configs: Iterable[KernelConfig], count: int = 2) -> list[Kerne
             continue
         key = tuple(sorted(config.constexprs.items(), key=lambda kv: kv[0])) + (config.num_warps,)
         pool.setdefault(key, config)
-    candidates = sorted(pool.values(), key=lambda c: (math.prod(c.namespace()["blocks"].values() or [1]), str(c)))
+
+    def heavy(c: KernelConfig) -> float:  # elements a thread holds past the bound (0 for a dot kernel)
+        if dots:
+            return 0.0
+        values = [v for v in c.constexprs.values() if isinstance(v, int) and not isinstance(v, bool)]
+        return max(0.0, math.prod(values or [1]) / (32 * (c.num_warps or 4)) - PROBE_ELEMENTS_PER_THREAD)
+
+    candidates = sorted(pool.values(),
+                        key=lambda c: (math.prod(c.namespace()["blocks"].values() or [1]), heavy(c), str(c)))
     chosen: list[KernelConfig] = []
 
     def distinct(c: KernelConfig) -> bool:

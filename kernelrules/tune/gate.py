@@ -155,9 +155,7 @@ class Gate:
         over the configs no plain rule rejects, the ones :meth:`prejudge` compiles first) to the compile workers now,
         ready or not (:meth:`CompilePool.compile_now`), so they compile while the caller opens the study; the
         judging then takes their results from the pool. How many were sent."""
-        from ..predict.resource_model import choose_probes
-
-        probes = choose_probes(self.plain_survivors(configs))
+        probes = self.pruner.probes_for(self.plain_survivors(configs))
         limit = min(self.pruner.timeout, PROBE_TIMEOUT)
         return self.pruner.pool.compile_now([self.pruner.compile_job(c, self.arch, limit) for c in probes])
 

@@ -112,3 +112,39 @@ def test_probe_from_worker_facts_equals_probe_from_ttgir(arch_name):
     from_ir = read_probe(config, compiled["ttgir"])
     from_facts = probe_from_facts(config, compiled)
     assert (from_facts.path, from_facts.dots, from_facts.allocs) == (from_ir.path, from_ir.dots, from_ir.allocs)
+
+
+def test_a_kernel_without_dots_is_probed_with_warps_that_keep_its_threads_light():
+    """rope's smallest 16-wide tile (16 x 16 x HEAD_DIM 128) holds 1024 elements a thread with one warp, a probe that
+    compiled for seconds (benchmarks/results/probe-choice-2026-12-05): without dots the probes take the warps that
+    hold at most PROBE_ELEMENTS_PER_THREAD, then the fewest elements; a dot kernel keeps the space's order (its
+    warps choose its MMA path), and so does a kernel whose threads are light anyway."""
+    from kernelrules.predict.resource_model import PROBE_ELEMENTS_PER_THREAD
+
+    rope = [KernelConfig.from_dict({"HEAD_DIM": 128, "BLOCK_S": s, "BLOCK_H": h, "num_warps": w})
+            for s in (8, 16) for h in (8, 16) for w in (1, 2, 4, 8)]
+    warps = [p.num_warps for p in choose_probes(rope, dots=False)]
+    assert warps == [2, 4] and 16 * 16 * 128 / (32 * 2) <= PROBE_ELEMENTS_PER_THREAD
+    assert [p.num_warps for p in choose_probes(rope)] == [1, 2]  # dots (the default): as the space orders them
+    light = [KernelConfig.from_dict({"BLOCK_N": n, "num_warps": w}) for n in (256, 512) for w in (1, 4)]
+    assert choose_probes(light, dots=False) == choose_probes(light)
+
+
+def test_the_judge_reads_whether_the_kernel_file_calls_a_dot(tmp_path):
+    from kernelrules.compile.target import KernelTarget
+    from kernelrules.judge.pipeline import ConfigJudge
+
+    def has_dots(text: str | None) -> bool:
+        path = tmp_path / f"k{len(list(tmp_path.iterdir()))}.py"
+        if text is not None:
+            path.write_text(text)
+        judge = ConfigJudge(KernelTarget.for_signature(path, "k", {"x_ptr": "*fp16"}), jobs=1)
+        try:
+            return judge.kernel_has_dots
+        finally:
+            judge.close()
+
+    assert has_dots("acc += tl.dot(a, b)\n") and has_dots("acc = tl.dot_scaled(a, sa, 'e4m3', b, sb, 'e4m3')\n")
+    assert has_dots("acc = a.dot (b)\n")
+    assert not has_dots("y = tl.sum(x * x, axis=1)\nz = dotted_name(x)\n")
+    assert has_dots(None)  # a file that cannot be read: as with dots (the probes stay as they were)
