@@ -302,6 +302,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.stop_within is not None and not args.time_config:
         parser.error("--stop-within needs --time-config (the config whose time the runs stop near)")
+    if args.stop_within is not None and not args.warm:
+        # timed before a cold run, the reference would load the driver's modules (Optuna, Triton) and start a worker
+        # in this process first: the run would no longer start cold
+        parser.error("--stop-within needs --warm (a reference timed before a cold run would warm it)")
     args.gpus = [g for g in args.gpus.split(",") if g]
     Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.warm and not args.summarize:

@@ -5,7 +5,8 @@
 #
 # WARM=1 makes every run a warm one (benchmarks/suite_live_tune.sh: the workers started by a one-trial warm-up run of
 # the same space, in the same process), both sides alike. STOP=0.02 stops each run once it is within 2% of the sweep's
-# best config as timed just before it (suite_live_tune.sh), both sides alike: more problems fit in a call.
+# best config as timed just before it (suite_live_tune.sh), both sides alike: more problems fit in a call (with
+# WARM=1 only: a reference timed before a cold run would warm it).
 #
 # The two series of docs/suite.md's TPE comparison ran in different device calls, on different machines of the same
 # kind; the same code's start-up differed by 2.2 s between two such machines (benchmarks/results/suite/

@@ -19,7 +19,8 @@ prefix=live; extra=()
 [ -n "${WARM:-}" ] && extra+=(--warm)
 # STOP=0.02: h200_tune.py --stop-within 0.02: the sweep's best config is timed before the run too, and the run stops
 # once its best-so-far is within 2% of that time (measured against the same reference, so nothing of the time to 2%
-# is lost); the device time after it is saved for the next problem
+# is lost); the device time after it is saved for the next problem. With WARM=1 only (h200_tune.py refuses it
+# otherwise): timed before a cold run, the reference would warm the run's process
 [ -n "${STOP:-}" ] && extra+=(--stop-within "$STOP")
 for item in "$@"; do
   problem=${item%%=*}; target=${item#*=}
