@@ -260,8 +260,6 @@ def default_engine() -> Engine:
     return _DEFAULT_ENGINE
 
 
-
-
 def check(
     config: Any,
     arch: Any,
@@ -276,7 +274,8 @@ def check(
         from ..arch import load_arch
 
         arch = load_arch(arch)
-    return default_engine().check(KernelConfig.coerce(config), arch, kernel=kernel, facts=facts, problem=problem, repair=repair)
+    return default_engine().check(KernelConfig.coerce(config), arch, kernel=kernel, facts=facts, problem=problem,
+                                  repair=repair)
 
 
 def judge_examples(rule: Rule, kind: str, engine: Engine | None = None) -> list[tuple[Mapping[str, Any], bool]]:

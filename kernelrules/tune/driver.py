@@ -310,8 +310,7 @@ class Tuner(EarlyStart):
             if stream is not None:  # compiles still running (out of time) stop before the final rounds time
                 stream.close()
                 stream = None
-            if self.options.stop_at_ms is not None and self.best_ms is not None \
-                    and self.best_ms <= self.options.stop_at_ms:
+            if self._target_met():
                 self.notes.append(f"stopped: a config timed at {self.best_ms:.4g} ms, at or under the target "
                                   f"{self.options.stop_at_ms:g} ms (--stop-at-ms)")
             if self.deferred_count:
@@ -349,9 +348,12 @@ class Tuner(EarlyStart):
     def _time_out(self) -> bool:
         """Whether the run stops asking: its time budget is spent, or a config timed at or under ``stop_at_ms``."""
         o = self.options
-        if o.stop_at_ms is not None and self.best_ms is not None and self.best_ms <= o.stop_at_ms:
-            return True
-        return o.time_budget is not None and time.monotonic() - self.started >= o.time_budget
+        return self._target_met() or (o.time_budget is not None and time.monotonic() - self.started >= o.time_budget)
+
+    def _target_met(self) -> bool:
+        """Whether a config timed at or under ``stop_at_ms`` (never without one)."""
+        target = self.options.stop_at_ms
+        return target is not None and self.best_ms is not None and self.best_ms <= target
 
     def _budget_left(self) -> bool:
         o = self.options

@@ -3,8 +3,8 @@ and seeds, and, with warm benchmark workers, the guesses timed while the space i
 
 :class:`EarlyStart` is a part of :class:`kernelrules.tune.driver.Tuner` (its base class), kept here so the driver
 holds the loop: the methods read and set the tuner's state (its gate, study, workers, notes and start-up marks).
-The order of a run's start (``Tuner.run``): the benchmark workers spawn first; the probes are sent; the study
-opens; the first guesses compile ahead; with warm workers the guesses are judged and timed
+The order of a run's start (``Tuner.run``): the benchmark workers spawn first; the probes are sent; the first
+guesses compile ahead while the study opens; with warm workers the guesses are judged and timed
 (:meth:`EarlyStart._time_first_guesses`) while the space is judged in a thread
 (:meth:`EarlyStart._judge_while_timing`); then the perf model's seeds are queued (:meth:`EarlyStart._seed`).
 """
@@ -68,9 +68,9 @@ class EarlyStart:
         that pass are returned, to be sent while the space is judged (:meth:`_judge_while_timing`). The guesses
         become the study's first seeds. A harness problem's edge shapes, read by the worker from its harness, are
         taken from the kept worker before the guesses compile. Not for a fresh worker (seconds from ready: nothing
-        to gain), nor a study that has trials or that another process seeds (guesses exist only for a new study at
-        the compiled stage). ``warming``, the sampler's import thread, is joined before the first ask. Sets
-        ``first_guess_sent``; returns the guesses judged and not sent yet."""
+        to gain), nor a study that has trials (its guesses compiled unused) or that another process seeds (guesses
+        exist only at the compiled stage). ``warming``, the sampler's import thread, is joined before the first
+        ask. Sets ``first_guess_sent``; returns the guesses judged and not sent yet."""
         early: collections.deque[Candidate] = collections.deque()
         self.seeding, self.first_guess_keys, self.first_guess_sent = None, set(), False  # this run's, decided here
         if not (guesses and self.warm_workers) or self.study.trials:  # guesses are for a new study
