@@ -208,9 +208,7 @@ def features(config: Any, arch: Any, problem: Mapping[str, Any], facts: Mapping[
     else:
         d = facts.get("register_demand_per_thread")
         regs = REGISTER_BASE + REGISTER_PER_ELEMENT * float(d if d is not None else demand)
-    from .register_model import register_limit
-
-    limit = register_limit(arch, warps)
+    limit = _register_limit(arch, warps)
     limits = _limits(arch)
     occ = occupancy(limits, num_warps=warps, registers_per_thread=int(min(regs, limit)),
                     shared_bytes=int(facts.get("shared_bytes") or 0))
@@ -372,6 +370,15 @@ def _tensor_rate(arch: Any, gpu: Mapping[str, Any], path: str, dtype: str) -> fl
 @lru_cache(maxsize=32)
 def _limits(arch: Any) -> OccupancyLimits:
     return OccupancyLimits.from_mapping(arch.namespace())
+
+
+@lru_cache(maxsize=256)
+def _register_limit(arch: Any, num_warps: int) -> int:
+    """:func:`~kernelrules.predict.register_model.register_limit` of ``arch`` at ``num_warps``, once per pair (it
+    flattens the whole profile each time)."""
+    from .register_model import register_limit
+
+    return register_limit(arch, num_warps)
 
 
 def constants_dict(k: Constants) -> dict[str, float]:

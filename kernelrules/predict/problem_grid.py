@@ -16,13 +16,11 @@ from typing import Any, Mapping
 
 def programs(grid: Any, env: Mapping[str, Any]) -> int:
     """The programs the grid launches (its dimensions' product, at least 1); ValueError without a grid."""
-    from ..expr.safeexpr import evaluate
-
     if grid is None:
         raise ValueError("the problem has no grid (problem.grid): the general perf model needs the programs")
     total = 1
     for g in _dimensions(grid):
-        total *= int(evaluate(g, env, torch_allowed=False))
+        total *= int(_evaluate(g, env))
     return max(1, total)
 
 
@@ -34,14 +32,12 @@ def _dimensions(grid: Any) -> list:
 def exact_programs(grid: Any, env: Mapping[str, Any]) -> float:
     """The programs the data need, without rounding up: the grid with ``cdiv(a, b)`` read as
     ``a / b``. Below the programs launched when a tile is larger than the data (masked lanes)."""
-    from ..expr.safeexpr import evaluate
-
     total = 1.0
     for g in _dimensions(grid):
         try:
-            total *= float(evaluate(_exact_text(str(g)), env, torch_allowed=False))
+            total *= float(_evaluate(_exact_text(str(g)), env))
         except Exception:  # noqa: BLE001 - an expression it cannot rewrite: as launched
-            total *= float(evaluate(g, env, torch_allowed=False))
+            total *= float(_evaluate(g, env))
     return max(total, 1e-9)
 
 
@@ -63,14 +59,41 @@ class _ExactDivision(ast.NodeTransformer):
 
 def number(expr: Any, env: Mapping[str, Any]) -> float | None:
     """``expr`` evaluated over ``env``, or None when it is absent or names values ``env`` lacks."""
-    from ..expr.safeexpr import evaluate
-
     if expr is None:
         return None
     try:
-        return float(evaluate(expr, env, torch_allowed=False))
+        return float(_evaluate(expr, env))
     except Exception:  # noqa: BLE001 - an expression over names the problem lacks
         return None
+
+
+def _evaluate(expr: Any, env: Mapping[str, Any]) -> Any:
+    """``expr`` (a number, or an expression without torch) over ``env``: parsed once per text, and evaluated once
+    per value of the names it reads (a problem's bytes read no constexpr: one value for a whole space)."""
+    if isinstance(expr, (int, float)) and not isinstance(expr, bool):
+        return expr
+    text = str(expr)
+    expression = _parsed(text)
+    bound = tuple((name, env[name]) for name in sorted(expression.names) if name in env)
+    try:
+        return _value(text, bound)
+    except TypeError:  # a value that cannot be a key: evaluated as it is
+        return expression.evaluate(env)
+
+
+@lru_cache(maxsize=4096)
+def _value(text: str, bound: tuple) -> Any:
+    """The value of ``text`` with its names bound as ``bound`` says (a name missing there raises, uncached)."""
+    return _parsed(text).evaluate(dict(bound))
+
+
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> Any:
+    """The checked expression of ``text``: a problem's grid, bytes and FLOPs are the same few texts for every
+    config the perf models rank, and parsing them was most of an estimate's time."""
+    from ..expr.safeexpr import parse
+
+    return parse(text, torch_allowed=False)
 
 
 def tile_fill(constexprs: Mapping[str, Any], sizes: Mapping[str, Any]) -> float:

@@ -149,6 +149,23 @@ def test_needs_a_grid():
         estimate(_cfg(), "h200", {k: v for k, v in ROWS.items() if k != "grid"})
 
 
+def test_problem_expressions_are_evaluated_for_the_values_they_read():
+    """The grid, bytes and FLOPs are parsed once per text and evaluated once per value of the names they read:
+    another value of one of them gives its own result, a name missing is still no value, an unhashable one is
+    evaluated as it is."""
+    from kernelrules.predict.problem_grid import exact_programs, number, programs
+
+    assert programs("cdiv(M, ROWS)", {"M": 4096, "ROWS": 4, "N": 1}) == 1024
+    assert programs("cdiv(M, ROWS)", {"M": 4096, "ROWS": 8, "N": 1}) == 512
+    assert programs("cdiv(M, ROWS)", {"M": 4097, "ROWS": 8}) == 513
+    assert exact_programs("cdiv(M, ROWS)", {"M": 4097, "ROWS": 8}) == pytest.approx(4097 / 8)
+    assert number("M * N * 2", {"M": 3}) is None  # N missing: no value, and nothing cached for it
+    assert number("M * N * 2", {"M": 3, "N": 5}) == 30.0
+    assert number("M * N * 2", {"M": 3, "N": 6, "BLOCK": 64}) == 36.0  # a name it does not read changes nothing
+    assert number("S[1] * 2", {"S": [1, 2, 3]}) == 4.0  # a list: not a key, evaluated directly
+    assert number(7, {}) == 7.0
+
+
 def test_estimate_any_keeps_the_matmul_model_for_gemms():
     from kernelrules.predict.perf_model import estimate as matmul
 
