@@ -140,12 +140,16 @@ class EarlyStart:
             if not self.claims.once("perf_model_seeds"):  # another process starting on the same new study seeds it
                 return []
         passing = [c for c in self.configs if o.stage == "none" or self.gate.at_config_stage(c).passed]
-        seeder = o.seeder or perf_model_seeds
-        try:
-            seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds,
-                           model=getattr(self.gate, "model", None))
-        except TypeError:
-            seeds = seeder(passing, self.arch, dict(self.space.problem), o.model_seeds)
+        model = getattr(self.gate, "model", None)
+        if o.seeder is None:  # the config stage's facts: its predictions, not made again
+            judged = None if o.stage == "none" else (lambda c: self.gate.at_config_stage(c).facts)
+            seeds = perf_model_seeds(passing, self.arch, dict(self.space.problem), o.model_seeds, model=model,
+                                     facts=judged)
+        else:
+            try:
+                seeds = o.seeder(passing, self.arch, dict(self.space.problem), o.model_seeds, model=model)
+            except TypeError:
+                seeds = o.seeder(passing, self.arch, dict(self.space.problem), o.model_seeds)
         taken = self.first_guess_keys  # asked already (sent, or judged and told)
         key = rec.config_key
         seeds = list({key(c): c for c in seeds if key(c) in self.space_keys and key(c) not in taken}.values())

@@ -90,17 +90,26 @@ class TuneResult:
 
 
 def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mapping[str, Any], count: int,
-                     model: Any = None) -> list[KernelConfig]:
+                     model: Any = None, facts: Callable[[KernelConfig], Mapping[str, Any] | None] | None = None,
+                     ) -> list[KernelConfig]:
     """The ``count`` configs the perf model estimates fastest (none when it cannot judge them), each
-    estimate's ``num_stages`` twins after every distinct config (:func:`distinct_first`)."""
+    estimate's ``num_stages`` twins after every distinct config (:func:`distinct_first`).
+
+    ``facts`` gives the facts the config stage judged a config on (None or empty where it has none): the resource
+    model's predictions made already, which the estimate then reads instead of asking ``model`` again (the same
+    estimate; a norm kernel's register predictions were half of its ranking's time)."""
     try:
         from ..predict.perf_general import estimate_any  # the matmul model for M, N, K kernels, else the general one
     except ImportError:
         return []
     scored = []
     for config in configs:
+        known = facts(config) if facts is not None else None
         try:
-            scored.append((float(estimate_any(config, arch, problem, model=model)), config))
+            if known:
+                scored.append((float(estimate_any(config, arch, problem, facts=known)), config))
+            else:
+                scored.append((float(estimate_any(config, arch, problem, model=model)), config))
         except Exception:  # noqa: BLE001 - no grid or sizes the models can read, or a config they cannot
             continue
     scored.sort(key=lambda pair: pair[0])

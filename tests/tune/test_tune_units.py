@@ -397,3 +397,39 @@ def test_gpu_selection_and_device_names():
     assert sku_for_device("NVIDIA H100 PCIe", hopper) == "h100-pcie"
     assert sku_for_device("NVIDIA H100 80GB HBM3", hopper) is None  # SXM or PCIe: the family's profile
     assert sku_for_device("NVIDIA L40S", ["rtx4090", "l4", "l40s"]) == "l40s"
+
+
+def test_seeds_read_the_config_stage_facts_instead_of_predicting_again():
+    """With the facts the config stage judged each config on, the perf model's seeds are the ones the resource model
+    gives, and the model predicts only the configs that have no such facts."""
+    from kernelrules.arch import load_arch
+    from kernelrules.config import KernelConfig
+    from kernelrules.tune.options import perf_model_seeds
+
+    class CountingModel:
+        def __init__(self):
+            self.calls = 0
+
+        def predict(self, config):
+            self.calls += 1
+            return predicted(config)
+
+    def predicted(config):
+        tile = config.constexprs["ROWS"] * config.constexprs["BLOCK_N"]
+        return {"shared_bytes": 0, "registers_predicted": 24 + tile // (32 * config.num_warps),
+                "register_demand_per_thread": tile // (32 * config.num_warps)}
+
+    arch = load_arch("h200")
+    problem = {"M": 4096, "N": 8192, "dtype": "fp16", "grid": "cdiv(M, ROWS)", "bytes": "2 * 2 * M * N"}
+    configs = [KernelConfig.from_dict({"ROWS": r, "BLOCK_N": b, "num_warps": w, "num_stages": 1})
+               for r in (1, 2, 4) for b in (512, 2048, 8192) for w in (1, 4, 16)]
+    asked = CountingModel()
+    reference = perf_model_seeds(configs, arch, problem, 8, model=asked)
+    assert asked.calls == len(configs)
+    judged = CountingModel()
+    assert perf_model_seeds(configs, arch, problem, 8, model=judged, facts=predicted) == reference
+    assert judged.calls == 0
+    some = CountingModel()  # the configs with one warp have no judged facts: the model predicts those
+    partly = perf_model_seeds(configs, arch, problem, 8, model=some,
+                              facts=lambda c: predicted(c) if c.num_warps > 1 else {})
+    assert partly == reference and some.calls == sum(c.num_warps == 1 for c in configs)
