@@ -103,14 +103,16 @@ class ParamCodec:
 
 
 def storage_url(storage: str | None, space_path: Path, study_dir: Path | None = None) -> str:
-    """The storage URL: as given, a path to an SQLite file, or the default next to the space file."""
+    """The storage URL: as given, a path to an SQLite file, or the default next to the space file (or in
+    ``study_dir``): ``<name>.tune.db`` for a space ``<name>.tune.yaml``, ``<name>.space.yaml`` or ``<name>.yaml``."""
     if storage:
         if "://" in storage:
             return storage
         return f"sqlite:///{Path(storage).resolve()}"
     folder = Path(study_dir) if study_dir else space_path.parent
     folder.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{(folder / (space_path.stem.replace('.space', '') + '.tune.db')).resolve()}"
+    name = space_path.stem.removesuffix(".tune").removesuffix(".space")
+    return f"sqlite:///{(folder / (name + '.tune.db')).resolve()}"
 
 
 def display_url(url: str) -> str:

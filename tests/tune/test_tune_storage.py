@@ -310,6 +310,20 @@ def test_storage_urls_are_shown_without_their_password():
     assert display_url("sqlite:///runs/matmul.tune.db") == "sqlite:///runs/matmul.tune.db"
 
 
+def test_the_default_study_file_is_named_after_the_space(tmp_path):
+    """``matmul.tune.yaml`` keeps its study in ``matmul.tune.db`` beside it (as docs/tune.md's report line reads it),
+    not ``matmul.tune.tune.db``; ``.space.yaml`` and plain ``.yaml`` spaces the same way; ``--study-dir`` moves it."""
+    from kernelrules.tune.study import storage_url
+
+    for space, expected in (("matmul.tune.yaml", "matmul.tune.db"), ("matmul.space.yaml", "matmul.tune.db"),
+                            ("gemm.yaml", "gemm.tune.db"), ("my.tuned.yaml", "my.tuned.tune.db")):
+        assert storage_url(None, tmp_path / space) == f"sqlite:///{(tmp_path / expected).resolve()}"
+    runs = tmp_path / "runs"
+    assert storage_url(None, tmp_path / "small.tune.yaml", runs) == f"sqlite:///{(runs / 'small.tune.db').resolve()}"
+    assert runs.is_dir()
+    assert storage_url("x.db", tmp_path / "small.tune.yaml") == f"sqlite:///{Path('x.db').resolve()}"
+
+
 def test_an_unreachable_server_error_hides_the_password():
     from kernelrules.errors import KernelrulesError
     from kernelrules.tune.study import open_storage
