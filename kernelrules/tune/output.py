@@ -68,18 +68,18 @@ def summary_lines(summary: Mapping[str, Any], notes: list[str]) -> list[str]:
     failed = ", ".join(f"{k} {v}" for k, v in f["failed_by_class"].items())
     codes = ", ".join(f"{k} {v}" for k, v in summary.get("rejected_codes", {}).items())
     lines.append(f"study {summary['study']} ({summary['storage']}), {summary['arch']}")
-    lines.append(f"space {f['space']}: {f['rejected']} rejected by rules" + (f" ({codes})" if codes else "")
+    stage = summary.get("config_stage") or {}
+    if stage:  # the whole space's verdicts first; the line after counts only the configs sampled
+        lines.append(f"the rules reject {stage['rejected']} of the space's {stage['space']} configs before any "
+                     f"launch (config stage)")
+    sampled = f["space"] - f["not_sampled"]
+    lines.append(f"sampled {sampled} of the {f['space']} configs: {f['timed']} timed"
+                 + (f", {f['same_binary']} told a num_stages twin's time" if f.get("same_binary") else "")
+                 + f", {f['rejected']} rejected by rules" + (f" ({codes})" if codes else "")
                  + (f", {f['learned']} skipped by learned constraints" if f["learned"] else "")
                  + f", {f['failed']} failed" + (f" ({failed})" if failed else "")
-                 + f", {f['timed']} timed"
-                 + (f", {f['same_binary']} told a num_stages twin's time" if f.get("same_binary") else "")
-                 + f", {f['not_sampled']} not sampled"
                  + (f"; {f['duplicates']} duplicate proposals" if f["duplicates"] else "")
                  + (f"; {f['interrupted']} interrupted and retried" if f["interrupted"] else ""))
-    stage = summary.get("config_stage") or {}
-    if stage:
-        lines.append(f"the rules reject {stage['rejected']} of the {stage['space']} configs of the space before any "
-                     f"launch (config stage)")
     final = summary.get("final")
     if final and final.get("top"):
         lines.append(f"best configs, re-measured interleaved ({final['rounds']} rounds on {final.get('device')}):")

@@ -269,6 +269,28 @@ def test_funnel_accounts_for_every_config_once():
     assert records.rejected_codes(recs) == {"MEM001": 1}
 
 
+def test_the_summary_states_the_config_stage_then_what_was_sampled():
+    """The end-of-run text first says what the config stage rejects of the whole space, then what became of the
+    configs sampled, in counts that add up to them: not a "space 48: 0 rejected by rules" line beside a "the rules
+    reject 16" one."""
+    from kernelrules.tune.output import summary_lines
+
+    recs = [
+        {"trial": 0, "key": "a", "status": "better", "ms": 2.0},
+        {"trial": 1, "key": "b", "status": "rejected", "rule_codes": ["MEM001"]},
+        {"trial": 2, "key": "c", "status": "wrong_result"},
+        {"trial": 3, "key": "d", "status": "better", "ms": 1.0},
+    ]
+    summary = {"study": "s", "storage": "sqlite:///s.tune.db", "arch": "sm_90", "funnel": records.funnel(recs, 48),
+               "rejected_codes": records.rejected_codes(recs),
+               "config_stage": {"space": 48, "rejected": 16, "codes": {"MEM001": 16}}}
+    lines = summary_lines(summary, [])
+    assert lines[1] == "the rules reject 16 of the space's 48 configs before any launch (config stage)"
+    assert lines[2] == ("sampled 4 of the 48 configs: 2 timed, 1 rejected by rules (MEM001 1), 1 failed "
+                        "(wrong_result 1)")
+    assert "no config was timed: no winner" in lines
+
+
 def test_triton_config_line_is_ready_to_paste():
     line = records.triton_config_line({"BLOCK_M": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 3})
     assert line == 'triton.Config({"BLOCK_M": 64, "GROUP_SIZE_M": 8}, num_warps=4, num_stages=3)'
