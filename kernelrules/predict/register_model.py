@@ -69,7 +69,9 @@ class TensorTerm:
     words: float
 
     def per_thread(self, values: Mapping[str, Any], threads: int) -> float:
-        elements = math.prod(d.value(values) for d in self.dims)
+        elements = 1.0
+        for d in self.dims:  # a loop, not math.prod over a generator: called for every term of every config
+            elements *= d.value(values)
         return self.words * max(1.0, elements / threads)
 
     def describe(self) -> str:
@@ -87,12 +89,19 @@ class LiveTensors:
 
     def demand(self, values: Mapping[str, Any], threads: int) -> float:
         """D: the largest sum of per-thread words of the tensors live at one point."""
-        sizes = [t.per_thread(values, threads) for t in self.terms]
-        return max((sum(sizes[i] for i in s) for s in self.live_sets), default=0.0)
+        return self.demand_and_largest_tile(values, threads)[0]
 
     def largest_tile(self, values: Mapping[str, Any], threads: int) -> float:
         """Elements per thread of the largest single tensor."""
-        return max((t.per_thread(values, threads) / t.words for t in self.terms), default=0.0)
+        return self.demand_and_largest_tile(values, threads)[1]
+
+    def demand_and_largest_tile(self, values: Mapping[str, Any], threads: int) -> tuple[float, float]:
+        """:meth:`demand` and :meth:`largest_tile` from one pass over the terms (a prediction needs both, for
+        every config of a space: the terms' sizes were most of the config stage's time)."""
+        sizes = [t.per_thread(values, threads) for t in self.terms]
+        demand = max((sum(sizes[i] for i in s) for s in self.live_sets), default=0.0)
+        largest = max((size / t.words for size, t in zip(sizes, self.terms)), default=0.0)
+        return demand, largest
 
 
 def _words(dtype: str | None) -> float | None:
@@ -228,7 +237,7 @@ class RegisterModel:
 
     def predict(self, values: Mapping[str, Any], num_warps: int, maxnreg: int | None = None) -> dict[str, Any]:
         threads = self.warp_size * num_warps
-        d = self.tensors.demand(values, threads)
+        d, largest = self.tensors.demand_and_largest_tile(values, threads)
         demand = int(round(self.base + self.slope * d))
         limit = self.limit(num_warps, maxnreg)
         return {
@@ -236,7 +245,7 @@ class RegisterModel:
             "register_limit": limit,
             "registers_predicted": min(demand, limit),
             "spill_bytes_predicted": max(0, demand - limit) * 4,
-            "tile_elements_per_thread": int(math.ceil(self.tensors.largest_tile(values, threads))),
+            "tile_elements_per_thread": int(math.ceil(largest)),
             "register_model_residual": int(math.ceil(self.residual)),
         }
 
