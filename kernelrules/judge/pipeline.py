@@ -98,6 +98,9 @@ class ConfigJudge:
         if triton_cache_dir is not None:
             self._run_options = {"cache": None, "triton_cache_dir": triton_cache_dir}
         self.probe_results = probe_results
+        #: (arch name, config key) -> the compile result of a probe compiled ahead of its round
+        #: (:meth:`register_probes_ahead`), taken by that round.
+        self._ahead_results: dict[tuple[str, str], CompileResult] = {}
         self.notes: list[str] = []
         #: Architecture -> why no resource model could be learned (the probe compiles failed, ...).
         self.model_errors: dict[str, str] = {}
@@ -160,7 +163,7 @@ class ConfigJudge:
         for probes in (self.probes_for(candidates), synthetic_probes(candidates)):
             if not probes:
                 continue
-            read = self._compile_probes(probes, arch)
+            read = self._compile_probes(probes, arch, ahead=self.register_probes_ahead(candidates, probes, arch))
             try:
                 model = learn(read, arch)
             except ModelError as exc:
@@ -173,6 +176,18 @@ class ConfigJudge:
             self.model_errors[arch.name] = str(error)
             self.notes.append(f"{arch.name}: no resource model ({error}); shared memory is judged after compiling")
         return None
+
+    def register_probes_ahead(self, candidates: Sequence[KernelConfig], probes: Sequence[KernelConfig],
+                              arch: Any) -> list[KernelConfig]:
+        """The register probes :meth:`_fit_registers` will ask for after ``probes``, when the kernel's file calls no
+        dot (known before any compile): they depend on which configs were probed, not on the probes' results, so
+        they compile beside the first probes instead of in a second round after them (none on a machine whose
+        workers the first probes fill: the same compiles, in the same time)."""
+        if self.kernel_has_dots or getattr(arch, "vendor", "nvidia") != "nvidia":
+            return []
+        earlier = [c for c, _ in getattr(self, "_probed", [])] if getattr(self, "_probed_arch", None) == arch.name \
+            else []
+        return register_probes(candidates, earlier + list(probes))
 
     def _fit_registers(self, model: ResourceModel, candidates: Sequence[KernelConfig], arch: Any) -> Any:
         """For a kernel without dots on NVIDIA, registers and spills from its live tensors
@@ -196,10 +211,13 @@ class ConfigJudge:
             self.notes.append(f"{arch.name}: no register model ({exc})")
             return None
 
-    def _compile_probes(self, probes: Sequence[KernelConfig], arch: Any) -> list:
-        """Compile probe configs and read each one that compiled (from the worker's facts, else its TTGIR)."""
+    def _compile_probes(self, probes: Sequence[KernelConfig], arch: Any, ahead: Sequence[KernelConfig] = ()) -> list:
+        """Compile probe configs and read each one that compiled (from the worker's facts, else its TTGIR).
+        ``ahead``: configs a later round will probe, compiled in the same batch and kept for it (not read now)."""
         read = []
-        results = self._probe_results(probes, arch)
+        results = self._probe_results(list(probes) + list(ahead), arch)
+        results, later = results[:len(probes)], results[len(probes):]
+        self._ahead_results.update(((arch.name, c.key()), r) for c, r in zip(ahead, later))
         if not hasattr(self, "_probed") or getattr(self, "_probed_arch", None) != arch.name:
             self._probed, self._probed_arch = [], arch.name
         self._probed.extend(zip(probes, results))
@@ -214,7 +232,14 @@ class ConfigJudge:
         return read
 
     def _probe_results(self, probes: Sequence[KernelConfig], arch: Any) -> list[CompileResult]:
-        """The probes' compile results, in order: from ``probe_results`` when there, else compiled (and kept there)."""
+        """The probes' compile results, in order: compiled ahead with an earlier round, or from ``probe_results``
+        when there, else compiled (and kept there)."""
+        ready = {i: self._ahead_results.pop((arch.name, c.key())) for i, c in enumerate(probes)
+                 if (arch.name, c.key()) in self._ahead_results}
+        if ready:
+            rest = [c for i, c in enumerate(probes) if i not in ready]
+            found = iter(self._probe_results(rest, arch) if rest else [])
+            return [ready[i] if i in ready else next(found) for i in range(len(probes))]
         label = f"probing {arch.name}"
         limit = min(self.timeout, PROBE_TIMEOUT)
         if self.probe_results is None:

@@ -152,10 +152,13 @@ class Gate:
 
     def start_probes(self, configs: Sequence[KernelConfig]) -> int:
         """Send the resource model's first probe compiles (:func:`~kernelrules.predict.resource_model.choose_probes`
-        over the configs no plain rule rejects, the ones :meth:`prejudge` compiles first) to the compile workers now,
+        over the configs no plain rule rejects, the ones :meth:`prejudge` compiles first, with the register probes of
+        a kernel without dots) to the compile workers now,
         ready or not (:meth:`CompilePool.compile_now`), so they compile while the caller opens the study; the
         judging then takes their results from the pool. How many were sent."""
-        probes = self.pruner.probes_for(self.plain_survivors(configs))
+        survivors = self.plain_survivors(configs)
+        probes = self.pruner.probes_for(survivors)
+        probes += self.pruner.register_probes_ahead(survivors, probes, self.arch)  # the judging compiles them as one
         limit = min(self.pruner.timeout, PROBE_TIMEOUT)
         return self.pruner.pool.compile_now([self.pruner.compile_job(c, self.arch, limit) for c in probes])
 
