@@ -33,8 +33,9 @@ class EarlyStart:
     def _send_probes(self) -> None:
         """The resource model's first probe compiles, sent before the study opens (:meth:`Gate.start_probes`); a
         kernel they cannot be made for is left to the judging, which meets the same problem and reports it."""
+        self.probes_sent = 0  # this run's, read by the first guesses' budget
         try:
-            self.gate.start_probes(self.configs)
+            self.probes_sent = self.gate.start_probes(self.configs)
         except Exception:  # noqa: BLE001 - an optimisation only: the judging reports what is wrong
             pass
 
@@ -45,7 +46,8 @@ class EarlyStart:
         Called before the study opens, so a resumed study's guesses compile too, unused: the compile workers the
         probes leave, for the seconds the probes take."""
         o = self.options
-        count, limit = guess_budget(len(self.configs), self.gate.compile_workers(), o.model_seeds)
+        count, limit = guess_budget(len(self.configs), self.gate.compile_workers(), o.model_seeds,
+                                    probes=getattr(self, "probes_sent", 0))
         if o.stage != "compiled" or o.sampler == "grid" or not count:
             return []
         try:

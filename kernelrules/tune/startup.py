@@ -37,6 +37,8 @@ def first_compiles(seeds: Sequence[KernelConfig], count: int, passes: Callable[[
 
 #: Compile workers left to the resource model's probe compiles (two at a time) while first guesses compile ahead.
 PROBE_WORKERS = 2
+#: The fewest compile workers worth compiling first guesses on while the probes compile.
+GUESS_WORKERS = 2
 #: The most configs ranked for first guesses: the ranking takes 0.07-0.4 ms a config on a 2-core CPU (four suite and
 #: example spaces) and delays the judging it runs before (0.12 s for the 1875 configs of examples/matmul.tune.yaml);
 #: a larger space guesses nothing.
@@ -52,15 +54,22 @@ MAX_FIRST_GUESSES = 8
 EARLY_GUESSES = 3
 
 
-def guess_budget(space_size: int, compile_workers: int, seeds: int) -> tuple[int, int]:
+def guess_budget(space_size: int, compile_workers: int, seeds: int, probes: int = PROBE_WORKERS) -> tuple[int, int]:
     """How many first guesses to rank and compile ahead while the space is judged, and how many compile jobs they
-    may take: one per worker the probes leave, at most ``seeds`` and :data:`MAX_FIRST_GUESSES`; (0, 0) when fewer
-    than two workers are left (a small machine's probes would wait for them), or for a space of more than
-    :data:`MAX_GUESS_CONFIGS`."""
-    spare = compile_workers - PROBE_WORKERS
-    if spare < 2 or seeds <= 0 or not 0 < space_size <= MAX_GUESS_CONFIGS:
+    may take: one per worker the ``probes`` sent ahead leave, at most ``seeds`` and :data:`MAX_FIRST_GUESSES`;
+    (0, 0) when fewer than :data:`GUESS_WORKERS` are left (a small machine's probes would wait for them), or for a
+    space of more than :data:`MAX_GUESS_CONFIGS`."""
+    spare = compile_workers - max(probes, PROBE_WORKERS)
+    if spare < GUESS_WORKERS or seeds <= 0 or not 0 < space_size <= MAX_GUESS_CONFIGS:
         return 0, 0
     return min(seeds, spare, MAX_FIRST_GUESSES), spare
+
+
+def register_probes_ahead(compile_workers: int, first: int, register: int) -> bool:
+    """Whether a run sends a kernel's ``register`` probes before its study opens, with its ``first`` probes: only
+    when the workers they take still leave :data:`GUESS_WORKERS` for the first guesses (else the judging compiles
+    them with the first probes, and the guesses keep their workers)."""
+    return register > 0 and compile_workers - first - register >= GUESS_WORKERS
 
 
 def warm_sampler_imports(sampler: str) -> threading.Thread | None:

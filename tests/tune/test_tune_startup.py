@@ -22,9 +22,11 @@ from kernelrules.tune.compile_stream import CompileStream  # noqa: E402
 from kernelrules.errors import KernelrulesError  # noqa: E402
 from kernelrules.tune.gate import Gate  # noqa: E402
 from tune_checks import children_running  # noqa: E402
-from kernelrules.tune.startup import MAX_FIRST_GUESSES, MAX_GUESS_CONFIGS, first_compiles, guess_budget, warm_sampler_imports  # noqa: E402
+from kernelrules.tune.startup import (MAX_FIRST_GUESSES, MAX_GUESS_CONFIGS, first_compiles, guess_budget,  # noqa: E402
+                                      register_probes_ahead, warm_sampler_imports)
 
 SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_first_seeds_compile_while_the_workers_start_and_are_not_compiled_again(tmp_path, monkeypatch):
@@ -349,6 +351,15 @@ def test_first_guesses_leave_the_probes_their_workers_and_need_two_spare():
     assert guess_budget(3, 16, 0) == (0, 0)  # no seeds asked for
     assert guess_budget(0, 16, 8) == (0, 0)
     assert guess_budget(MAX_GUESS_CONFIGS + 1, 16, 8) == (0, 0)  # ranking it would delay the judging
+    assert guess_budget(6, 16, 16, probes=4) == (MAX_FIRST_GUESSES, 12)  # register probes sent ahead take two more
+    assert guess_budget(6, 5, 8, probes=0) == (3, 3)  # none sent: the judging's two are still counted
+
+
+def test_register_probes_go_ahead_only_where_they_leave_the_first_guesses_two_workers():
+    assert register_probes_ahead(16, 2, 2)
+    assert register_probes_ahead(6, 2, 2)
+    assert not register_probes_ahead(5, 2, 2)  # one worker left for the guesses: the judging compiles them instead
+    assert not register_probes_ahead(16, 2, 0)  # a kernel with dots has none
 
 
 def test_with_compile_workers_to_spare_the_first_seed_compiles_while_the_space_is_judged(tmp_path, monkeypatch):
@@ -637,3 +648,24 @@ def test_the_first_guesses_compile_while_the_study_opens(tmp_path, monkeypatch):
     tune(SMALL, arch="ampere", interpret=True, trials=2, storage=str(tmp_path / "study.db"), stage="compiled",
          cache_dir=str(tmp_path / "cache"), top_k=1, rounds=1, jobs=4, seed=3)
     assert [kind for kind, _ in events] == ["guesses", "open"] and events[0][1] >= 1
+
+
+@pytest.mark.parametrize("space, jobs, sent", [("softmax/small", 6, 4), ("softmax/small", 5, 2), ("gemm/small", 16, 2)])
+def test_a_kernel_without_dots_sends_its_register_probes_ahead_where_the_workers_allow(space, jobs, sent, monkeypatch):
+    """Before the study opens, a kernel without dots sends its two register probes with its two first probes when
+    that leaves two compile workers for the first guesses; a dot kernel has none (nothing compiles here)."""
+    from kernelrules.arch import load_arch
+    from kernelrules.space import load_space
+    from kernelrules.tune.gate import Gate
+
+    loaded = load_space(REPO / "benchmarks" / "suite" / f"{space}.tune.yaml")
+    gate = Gate(loaded, load_arch("h200"), jobs=jobs)
+    asked: list = []
+    monkeypatch.setattr(gate.pruner.pool, "compile_now", lambda jobs_: asked.extend(jobs_) or len(asked))
+    try:
+        assert gate.start_probes(list(loaded.configs())) == sent
+    finally:
+        gate.pruner.close()
+    configs = list(loaded.configs())
+    first = gate.pruner.probes_for(gate.plain_survivors(configs))
+    assert [job.constexprs for job in asked[:2]] == [dict(c.constexprs) for c in first]
