@@ -181,8 +181,8 @@ class ConfigJudge:
                               arch: Any) -> list[KernelConfig]:
         """The register probes :meth:`_fit_registers` will ask for after ``probes``, when the kernel's file calls no
         dot (known before any compile): they depend on which configs were probed, not on the probes' results, so
-        they compile beside the first probes instead of in a second round after them (none on a machine whose
-        workers the first probes fill: the same compiles, in the same time)."""
+        they compile beside the first probes instead of in a second round after them (on a machine whose workers
+        the first probes fill, that is the same compiles in the same time; with more workers, one round less)."""
         if self.kernel_has_dots or getattr(arch, "vendor", "nvidia") != "nvidia":
             return []
         earlier = [c for c, _ in getattr(self, "_probed", [])] if getattr(self, "_probed_arch", None) == arch.name \

@@ -90,7 +90,7 @@ def _value(text: str, bound: tuple) -> Any:
 @lru_cache(maxsize=256)
 def _parsed(text: str) -> Any:
     """The checked expression of ``text``: a problem's grid, bytes and FLOPs are the same few texts for every
-    config the perf models rank, and parsing them was most of an estimate's time."""
+    config the perf models rank, and parsing them again for each was much of an estimate's time."""
     from ..expr.safeexpr import parse
 
     return parse(text, torch_allowed=False)

@@ -97,7 +97,7 @@ class LiveTensors:
 
     def demand_and_largest_tile(self, values: Mapping[str, Any], threads: int) -> tuple[float, float]:
         """:meth:`demand` and :meth:`largest_tile` from one pass over the terms (a prediction needs both, for
-        every config of a space: the terms' sizes were most of the config stage's time)."""
+        every config of a space)."""
         sizes = [t.per_thread(values, threads) for t in self.terms]
         demand = max((sum(sizes[i] for i in s) for s in self.live_sets), default=0.0)
         largest = max((size / t.words for size, t in zip(sizes, self.terms)), default=0.0)

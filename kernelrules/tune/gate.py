@@ -29,7 +29,7 @@ from ..judge.pipeline import PROBE_TIMEOUT, ConfigJudge, check_target
 from ..compile.target import KernelTarget
 from ..space import Space
 from .problem import scalar_problem
-from .startup import register_probes_ahead
+from .startup import room_for_register_probes
 
 if TYPE_CHECKING:
     from .compile_stream import CompileStream
@@ -154,14 +154,14 @@ class Gate:
     def start_probes(self, configs: Sequence[KernelConfig]) -> int:
         """Send the resource model's first probe compiles (:func:`~kernelrules.predict.resource_model.choose_probes`
         over the configs no plain rule rejects, the ones :meth:`prejudge` compiles first, with the register probes of
-        a kernel without dots where the workers allow: :func:`~kernelrules.tune.startup.register_probes_ahead`) to
+        a kernel without dots where the workers allow: :func:`~kernelrules.tune.startup.room_for_register_probes`) to
         the compile workers now,
         ready or not (:meth:`CompilePool.compile_now`), so they compile while the caller opens the study; the
         judging then takes their results from the pool. How many were sent."""
         survivors = self.plain_survivors(configs)
         probes = self.pruner.probes_for(survivors)
         extra = self.pruner.register_probes_ahead(survivors, probes, self.arch)  # the judging compiles them as one
-        if register_probes_ahead(self.compile_workers(), len(probes), len(extra)):
+        if room_for_register_probes(self.compile_workers(), len(probes), len(extra)):
             probes += extra
         limit = min(self.pruner.timeout, PROBE_TIMEOUT)
         return self.pruner.pool.compile_now([self.pruner.compile_job(c, self.arch, limit) for c in probes])

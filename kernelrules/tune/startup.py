@@ -65,7 +65,7 @@ def guess_budget(space_size: int, compile_workers: int, seeds: int, probes: int 
     return min(seeds, spare, MAX_FIRST_GUESSES), spare
 
 
-def register_probes_ahead(compile_workers: int, first: int, register: int) -> bool:
+def room_for_register_probes(compile_workers: int, first: int, register: int) -> bool:
     """Whether a run sends a kernel's ``register`` probes before its study opens, with its ``first`` probes: only
     when the workers they take still leave :data:`GUESS_WORKERS` for the first guesses (else the judging compiles
     them with the first probes, and the guesses keep their workers)."""

@@ -23,7 +23,7 @@ from kernelrules.errors import KernelrulesError  # noqa: E402
 from kernelrules.tune.gate import Gate  # noqa: E402
 from tune_checks import children_running  # noqa: E402
 from kernelrules.tune.startup import (MAX_FIRST_GUESSES, MAX_GUESS_CONFIGS, first_compiles, guess_budget,  # noqa: E402
-                                      register_probes_ahead, warm_sampler_imports)
+                                      room_for_register_probes, warm_sampler_imports)
 
 SMALL = Path(__file__).parent.parent / "fixtures" / "tune" / "matmul_small.yaml"
 REPO = Path(__file__).resolve().parents[2]
@@ -356,10 +356,10 @@ def test_first_guesses_leave_the_probes_their_workers_and_need_two_spare():
 
 
 def test_register_probes_go_ahead_only_where_they_leave_the_first_guesses_two_workers():
-    assert register_probes_ahead(16, 2, 2)
-    assert register_probes_ahead(6, 2, 2)
-    assert not register_probes_ahead(5, 2, 2)  # one worker left for the guesses: the judging compiles them instead
-    assert not register_probes_ahead(16, 2, 0)  # a kernel with dots has none
+    assert room_for_register_probes(16, 2, 2)
+    assert room_for_register_probes(6, 2, 2)
+    assert not room_for_register_probes(5, 2, 2)  # one worker left for the guesses: the judging compiles them instead
+    assert not room_for_register_probes(16, 2, 0)  # a kernel with dots has none
 
 
 def test_with_compile_workers_to_spare_the_first_seed_compiles_while_the_space_is_judged(tmp_path, monkeypatch):
