@@ -80,8 +80,8 @@ def _png(fig: Any) -> str:
 def plot_funnel(funnel: Mapping[str, Any]) -> str:
     import matplotlib.pyplot as plt
 
-    labels = ["space", "rejected by rules", "learned constraints", *[f"failed: {k}" for k in funnel["failed_by_class"]],
-              "timed", "same binary as a timed one", "not sampled"]
+    labels = ["space", "sampled, rejected by rules", "learned constraints",
+              *[f"failed: {k}" for k in funnel["failed_by_class"]], "timed", "same binary as a timed one", "not sampled"]
     values = [funnel["space"], funnel["rejected"], funnel["learned"], *funnel["failed_by_class"].values(),
               funnel["timed"], funnel.get("same_binary", 0), funnel["not_sampled"]]
     colors = ["#444444", "#999999", "#bbbbbb", *["#d1242f"] * len(funnel["failed_by_class"]), "#1a7f37", "#8fc79a",
@@ -92,7 +92,7 @@ def plot_funnel(funnel: Mapping[str, Any]) -> str:
     for y, v in zip(range(len(labels))[::-1], values):
         ax.text(v, y, f" {v}", va="center")
     ax.set_xlabel("configs")
-    ax.set_title("pruning funnel: space = rejected + learned + failed + timed + not sampled")
+    ax.set_title("pruning funnel: space = sampled (rejected, learned, failed, timed, same binary) + not sampled")
     return _png(fig)
 
 
