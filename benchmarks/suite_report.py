@@ -660,10 +660,12 @@ def _pairs_section(w, series: str) -> None:
     warm = all(run.get("warm") for run in [*live.values(), *tpe.values()])
     stopped = all(run.get("reference_before") for run in [*live.values(), *tpe.values()])
     commits = sorted({run.get("kernelrules_commit") or "unknown" for run in [*live.values(), *tpe.values()]})
+    devices = sorted({((run.get("summary") or {}).get("final") or {}).get("device") or "a GPU not recorded"
+                      for run in [*live.values(), *tpe.values()]})
     w(f"### Like for like{', warm' if warm else ''} (`{series}`: {len(rows)} of 43 problems)")
     w("")
-    w(f"Both sides of each problem back to back in one device call, on one machine (kernelrules "
-      f"{', '.join(commits)}; `benchmarks/suite_live_pairs.sh`, the series' README gives the call)"
+    w(f"Both sides of each problem back to back in one device call, on one machine ({' and '.join(devices)}; "
+      f"kernelrules {', '.join(commits)}; `benchmarks/suite_live_pairs.sh`, the series' README gives the call)"
       + (": every run warm, after a one-trial warm-up run of the same space in the same process (`h200_tune.py "
          "--warm`), as the later problems of `kernelrules tune A B ...` find the benchmark worker and the compile "
          "workers; the measured run's caches are empty" if warm else "")
