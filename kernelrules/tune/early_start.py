@@ -12,6 +12,7 @@ guesses compile ahead while the study opens; with warm workers the guesses are j
 from __future__ import annotations
 
 import collections
+import queue
 import threading
 from typing import Any, Sequence
 
@@ -67,12 +68,14 @@ class EarlyStart:
         guesses do not need them (their compiled facts are the truth). The guesses compiled ahead are judged in the
         model's order: one the gate rejects (flash_attn/large's first, over the shared memory once compiled, in an
         H200 run) is told as such; the first that passes is sent at once, and up to :data:`EARLY_GUESSES` - 1 more
-        that pass are returned, to be sent while the space is judged (:meth:`_judge_while_timing`). The guesses
+        are asked and returned unjudged: :meth:`_judge_while_timing` judges them in its thread and sends those that
+        pass (judged here, each a blocking compile, they held the first guess's result unread: flash_attn/large on
+        an H100, its second guess timed at 2.0 s and read at 8.0 s behind two such compiles). The guesses
         become the study's first seeds. A harness problem's edge shapes, read by the worker from its harness, are
         taken from the kept worker before the guesses compile. Not for a fresh worker (seconds from ready: nothing
         to gain), nor a study that has trials (its guesses compiled unused) or that another process seeds (guesses
         exist only at the compiled stage). ``warming``, the sampler's import thread, is joined before the first
-        ask. Sets ``first_guess_sent``; returns the guesses judged and not sent yet."""
+        ask. Sets ``first_guess_sent``; returns the guesses asked after it, not judged yet."""
         early: collections.deque[Candidate] = collections.deque()
         self.seeding, self.first_guess_keys, self.first_guess_sent = None, set(), False  # this run's, decided here
         if not (guesses and self.warm_workers) or self.study.trials:  # guesses are for a new study
@@ -89,10 +92,10 @@ class EarlyStart:
             self.first_guess_keys.add(rec.config_key(guess))
             self.study.enqueue_trial(self.codec.encode(guess.to_dict()), user_attrs={"kr_seeded": "perf_model"})
             candidate, _new = self._ask()
-            if candidate is None or not self._after_compile(candidate, self.gate.judge_now(candidate.config)):
+            if candidate is not None and self.first_guess_sent:
+                early.append(candidate)  # judged in the judging's thread, while this one reads the results
                 continue
-            if self.first_guess_sent:
-                early.append(candidate)
+            if candidate is None or not self._after_compile(candidate, self.gate.judge_now(candidate.config)):
                 continue
             self._await_workers(workers[:1])
             self._send(workers[0], candidate)
@@ -101,22 +104,38 @@ class EarlyStart:
         return early
 
     def _judge_while_timing(self, workers: list, early: collections.deque[Candidate]) -> dict[tuple, Judgement]:
-        """Judge the space (:meth:`Gate.prejudge`, the probe compiles and the resource model) in a thread while this
-        one reads the benchmark workers' results and sends them the early guesses judged already. Read only at the
-        loop's first wait, a first guess's result sat in its pipe, the GPU idle, for as long as the judging took
+        """Judge the early guesses asked after the first (``early``: their compiled stage, :meth:`Gate.judge_now`),
+        then the space (:meth:`Gate.prejudge`, the probe compiles and the resource model), in a thread, while this
+        one reads the benchmark workers' results and sends them the guesses that passed. Read only at the loop's
+        first wait, a first guess's result sat in its pipe, the GPU idle, for as long as the judging took
         (rope/large on the H200: timed by 0.85 s, read at 7.28 s; benchmarks/results/suite/pairs-a639a79-warm).
-        The judging's thread uses the gate and its compile pool alone; this one uses the workers and the study."""
+        The judging's thread uses the gate and its compile pool alone; this one uses the workers and the study
+        (it records each guess's verdict). ``early`` holds, afterwards, the guesses that passed and were not sent."""
         outcome: dict[str, Any] = {}
+        unjudged, verdicts = list(early), queue.SimpleQueue()
+        early.clear()
 
         def judge() -> None:
             try:
+                for candidate in unjudged:
+                    verdicts.put((candidate, self.gate.judge_now(candidate.config)))
                 outcome["judged"] = self.gate.prejudge(self.configs)
             except BaseException as exc:  # noqa: BLE001 - raised again in the run's thread
                 outcome["error"] = exc
 
+        def take_verdicts() -> None:
+            while True:
+                try:
+                    candidate, judgement = verdicts.get_nowait()
+                except queue.Empty:
+                    return
+                if self._after_compile(candidate, judgement):
+                    early.append(candidate)
+
         thread = threading.Thread(target=judge, name="kernelrules-judge", daemon=True)
         thread.start()
         while thread.is_alive():
+            take_verdicts()
             for worker in workers:
                 if early and not worker.busy and worker.info and worker.process is not None and worker.process.ready:
                     self._send(worker, early.popleft())
@@ -128,6 +147,7 @@ class EarlyStart:
         thread.join()
         if "error" in outcome:
             raise outcome["error"]
+        take_verdicts()
         return outcome["judged"]
 
     def _seed(self) -> list[KernelConfig]:

@@ -156,6 +156,34 @@ def test_a_first_guess_the_gate_rejects_gives_way_to_the_next_guess(tmp_path, mo
 
 
 
+def test_the_guesses_after_the_first_are_judged_while_its_result_is_read(tmp_path, monkeypatch):
+    """Once the first guess is sent, the next guesses are judged in the judging's thread: a slow compiled stage for
+    them (8 s each here; flash_attn/large's on an H100, with the harness's edge shapes, 3 s) no longer holds the first
+    guess's result unread (there: timed at 2.0 s, read at 8.0 s); they are still sent before the space is judged."""
+    import time as clock
+
+    from kernelrules.tune.gate import Gate
+
+    judge_now, calls = Gate.judge_now, []
+
+    def slow_after_the_first(gate, config):
+        calls.append(threading.current_thread().name)
+        if len(calls) > 1:  # only the early path judges now (a later problem's): its first guess, then the others
+            clock.sleep(8)
+        return judge_now(gate, config)
+
+    monkeypatch.setattr(Gate, "judge_now", slow_after_the_first)
+    _first, second = tune_many([FIXTURES / "matmul_small.yaml", _matmul_at_64(tmp_path)],
+                               **dict(_common(tmp_path), trials=4, jobs=4, stage="compiled"))
+    by_trial = {r["trial"]: r for r in second.records}
+    startup = second.summary["startup"]
+    assert by_trial[0]["sent_s"] == pytest.approx(startup["first_guess_sent_s"], abs=0.01)
+    assert by_trial[0]["elapsed_s"] < by_trial[0]["sent_s"] + 6, by_trial[0]  # read while trial 1 was judged
+    assert "kernelrules-judge" in calls  # the later guesses' compiled stage, in the judging's thread
+    assert by_trial[1]["seeded"] == "perf_model" and by_trial[1]["sent_s"] < startup["space_judged_s"]
+    assert len({r["key"] for r in second.records}) == len(second.records) == 4
+
+
 def test_a_later_problem_files_its_compiles_in_its_own_cache(tmp_path, monkeypatch):
     """The session's compile pool files a later problem's compiles, those made ahead included, in that problem's
     result cache. It kept the first problem's: a later run of the same space with its own caches (the H200 warm
