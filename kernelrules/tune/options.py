@@ -104,12 +104,10 @@ def perf_model_seeds(configs: Sequence[KernelConfig], arch: Any, problem: Mappin
         return []
     scored = []
     for config in configs:
-        known = facts(config) if facts is not None else None
+        known = (facts(config) if facts is not None else None) or None
         try:
-            if known:
-                scored.append((float(estimate_any(config, arch, problem, facts=known)), config))
-            else:
-                scored.append((float(estimate_any(config, arch, problem, model=model)), config))
+            estimate = estimate_any(config, arch, problem, model=None if known else model, facts=known)
+            scored.append((float(estimate), config))
         except Exception:  # noqa: BLE001 - no grid or sizes the models can read, or a config they cannot
             continue
     scored.sort(key=lambda pair: pair[0])
