@@ -323,12 +323,17 @@ def _classify_exception(exc: BaseException, fn: Any) -> CompileResult:
 def prepare(job: CompileJob) -> tuple[Any, Any]:
     """``(KernelHandle, Specialization)`` for a job; raises KernelSourceError/SignatureSpecError."""
     from ..discover.kernelsource import load_kernel
-    from .specialize import specialize
 
     handle = load_kernel(job.path, job.kernel, tuple(getattr(job, "src", ())))
-    constexprs = {**option_parameters(handle.fn, job), **job.constexprs}
-    spec = specialize(handle.fn, job.signature, constexprs, target=job.gpu_target(), fixed=job.fixed)
-    return handle, spec
+    return handle, specialize_job(handle.fn, job)
+
+
+def specialize_job(fn: Any, job: CompileJob) -> Any:
+    """The Specialization ``job`` compiles ``fn`` (its kernel, loaded) with; raises SignatureSpecError."""
+    from .specialize import specialize
+
+    constexprs = {**option_parameters(fn, job), **job.constexprs}
+    return specialize(fn, job.signature, constexprs, target=job.gpu_target(), fixed=job.fixed)
 
 
 def option_parameters(fn: Any, job: CompileJob) -> dict[str, Any]:

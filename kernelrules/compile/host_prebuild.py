@@ -91,6 +91,25 @@ def _build(src: Any, metadata: Any) -> bool:
     return built
 
 
+def build_launcher(src: Any) -> bool:
+    """Build (or load from ``TRITON_CACHE_DIR``) the launcher of a kernel about to be compiled from ``src``, in this
+    process and whatever any claim says: the launching process's own build (:mod:`kernelrules.tune.jit_warmup`),
+    which its first launch waits for rather than build it again. Whether it was built; nothing for tensor-descriptor
+    arguments (their launcher depends on the compile) or another Triton."""
+    signature = getattr(src, "signature", None)
+    if not isinstance(signature, dict) or has_descriptors(signature):
+        return False
+    try:
+        from triton.backends.nvidia.driver import CudaLauncher
+    except Exception:  # noqa: BLE001 - another Triton: the launch builds it
+        return False
+    try:
+        CudaLauncher(src, _BeforeCompile())
+    except Exception:  # noqa: BLE001 - no C compiler, no libcuda: the launch builds it, and reports what fails
+        return False
+    return True
+
+
 def prebuild(src: Any, metadata: Any, cache_dir: str) -> bool:
     """Build the CUDA helper and the launcher of a kernel compiled from ``src`` (with ``metadata``) into the Triton
     cache ``cache_dir`` (``TRITON_CACHE_DIR`` must name it); whether this call built or found them. Nothing for a
@@ -132,4 +151,4 @@ def start_launcher_build(src: Any, backend: str, cache_dir: str) -> threading.Th
     return thread
 
 
-__all__ = ["CLAIM_DIR", "claim_name", "has_descriptors", "prebuild", "start_launcher_build"]
+__all__ = ["CLAIM_DIR", "build_launcher", "claim_name", "has_descriptors", "prebuild", "start_launcher_build"]

@@ -41,6 +41,23 @@ class _Session:
         self.spec = settings.spec
         self.cases: dict[tuple, tuple[dict, dict, dict]] = {}
         self.timing_sets: list[dict] | None = None
+        self.launchers: list = []  # the launchers' builds started with the problem (start_launchers)
+
+    def start_launchers(self) -> None:
+        """Start building the kernel's launchers (:func:`~kernelrules.tune.jit_warmup.start_launcher_builds`),
+        beside the rest of the problem's start; not interpreted (no launch)."""
+        if self.settings.launcher_jobs and not self.settings.interpret:
+            from .jit_warmup import start_launcher_builds
+
+            self.launchers = start_launcher_builds(self.runner.kernel, self.settings.launcher_jobs)
+
+    def await_launchers(self, limit: float = 30.0) -> None:
+        """Before the first launch: wait for the launchers' builds (at most ``limit`` seconds in all), so the launch
+        loads the launcher rather than build it again beside them."""
+        deadline = time.monotonic() + limit
+        for thread in self.launchers:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.launchers = []
 
     def phase(self, name: str) -> None:
         self.conn.send(("phase", name))
@@ -180,6 +197,7 @@ class _Session:
         seconds = result["phase_seconds"] = {}  # where a trial's time went: inputs, compile, check, time
         try:
             self.phase("compile")
+            self.await_launchers()
             tensors, _, _ = self.case(self.spec.sizes, self.spec.seeds[0])
             start = time.perf_counter()
             seconds["inputs"] = round(start - began, 3)
@@ -238,6 +256,7 @@ class _Session:
 
     def time_config(self, config: dict) -> dict:
         try:
+            self.await_launchers()
             return {"status": "ok", "timing": self._time(config).to_json()}
         except BaseException as exc:  # noqa: BLE001
             from .feedback import classify_exception, summary
@@ -341,6 +360,7 @@ def _start_session(conn: Any, settings: WorkerSettings, steps: dict[str, float])
     os.environ.update(settings.env)
     try:
         session = _Session(settings, conn)
+        session.start_launchers()
         steps["torch_imported"] = time.monotonic()
         session.check_reference()
         steps["reference_checked"] = time.monotonic()

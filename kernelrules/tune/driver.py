@@ -53,7 +53,7 @@ from ..space import load_space
 from . import records as rec
 from ..expr import safeexpr
 from .feedback import GAP_CLASSES, TIMED, LearnedConstraints, bottlenecks, summary
-from .edge_shapes import edge_signatures
+from .edge_shapes import edge_signatures, launcher_jobs
 from .gate import Gate, Judgement
 from .host_modules import store_for
 from .ledger import TrialLedger
@@ -196,7 +196,8 @@ class Tuner(EarlyStart):
                 spec=self.spec, gpu=None if o.interpret else gpu, interpret=o.interpret, triton_cache_dir=cache,
                 warmup_ms=o.warmup_ms, rep_ms=o.rep_ms, max_error=o.max_error, timer=o.timer,
                 l2_bytes=int(self.arch.flat().get("l2_bytes") or 0),
-                host_module_store=None if cache is None else str(store_for(o.cache_dir)), **self._edge_probe(cache)))
+                host_module_store=None if cache is None else str(store_for(o.cache_dir)),
+                launcher_jobs=launcher_jobs(self.space, self.spec, self.configs[:1], self.arch) if cache is not None else [], **self._edge_probe(cache)))
         return workers
 
     def _edge_probe(self, triton_cache: str | None) -> dict[str, Any]:

@@ -21,7 +21,8 @@ before.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
 
 from ..expr import safeexpr
 from .problem import DTYPE_BYTES, ProblemSpec
@@ -95,3 +96,20 @@ def distinct_edges(signature: Mapping[str, Any], edges: list[Mapping[str, Any]])
         if edge != dict(signature) and edge not in found:
             found.append(edge)
     return found
+
+
+def launcher_jobs(space: Any, spec: ProblemSpec, configs: Sequence[Any], arch: Any) -> list[Any]:
+    """The compile jobs of the first of ``configs`` at the space's signature and at each edge shape's: what a
+    benchmark worker builds the kernel's launchers from as it starts the problem (a launcher depends on the
+    argument types only: :func:`kernelrules.tune.jit_warmup.start_launcher_builds`); none when there is no config
+    or a signature cannot be made."""
+    from ..compile.target import KernelTarget
+
+    if not configs:
+        return []
+    try:
+        target = KernelTarget.from_space(space)
+        signatures = [target.signature, *edge_signatures(spec, space.signature)]
+        return [replace(target, signature=dict(s)).job(configs[0], arch, None) for s in signatures]
+    except Exception:  # noqa: BLE001 - an optimisation only: the worker's launches build what they need
+        return []

@@ -7,7 +7,8 @@ Each is independent and optional: a failure is left to the first launch, which m
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import threading
+from typing import Any, Iterable, Sequence
 
 
 def warm_triton() -> None:
@@ -44,4 +45,32 @@ def warm_specializer(values: Iterable[Any]) -> bool:
     return True
 
 
-__all__ = ["warm_specializer", "warm_triton"]
+def start_launcher_builds(fn: Any, jobs: Sequence[Any]) -> list[threading.Thread]:
+    """Triton's launcher for each launch signature in ``jobs`` (compile jobs of the space's signature and of its
+    edge shapes' with one config: the launcher depends on the argument types, not on a config), built in a thread
+    each, from ``fn``, the worker's kernel, as the problem starts. Its first launch otherwise builds it with the C
+    compiler: 0.21-0.33 s of the first check of rope, row_sum, softmax and swiglu large in the H100 warm series
+    (``benchmarks/results/suite/pairs-46d5be1-warm-h100``), whose first guesses were sent before the compile
+    workers' own build (:mod:`kernelrules.compile.host_prebuild`) was in the cache. The first request waits for
+    them (:meth:`kernelrules.tune.bench_process._Session.await_launchers`). A job whose launcher cannot be built
+    here is left to the launch."""
+    from ..compile.compilejob import specialize_job
+    from ..compile.host_prebuild import build_launcher
+
+    def build(job: Any) -> None:
+        try:
+            build_launcher(specialize_job(fn, job).ast_source(fn))
+        except Exception:  # noqa: BLE001 - best effort: the launch builds what is missing, and reports what fails
+            pass
+
+    threads = []
+    for job in jobs:
+        if job.target[0] != "cuda":
+            continue
+        thread = threading.Thread(target=build, args=(job,), name="kernelrules-launcher", daemon=True)
+        thread.start()
+        threads.append(thread)
+    return threads
+
+
+__all__ = ["start_launcher_builds", "warm_specializer", "warm_triton"]

@@ -57,6 +57,10 @@ class WorkerSettings:
     #: Where Triton's host modules (its CUDA helper and kernel launchers, built with the C compiler) are kept between
     #: runs (:mod:`kernelrules.tune.host_modules`); None: built afresh in each study's Triton cache.
     host_module_store: str | None = None
+    #: Compile jobs of the space's signature and of its edge shapes' (one config each), whose launchers the worker
+    #: builds as the problem starts (:func:`kernelrules.tune.jit_warmup.start_launcher_builds`); none: its first
+    #: launches build them.
+    launcher_jobs: list = field(default_factory=list)
 
 
 def visible_device(gpu: str, inherited: str | None) -> str:

@@ -177,3 +177,31 @@ def test_a_pool_worker_with_a_shared_cache_claims_the_launcher_before_answering(
         [(_, again)] = list(pool.run([_job(64)]))  # the worker joined the build before this job
         assert again.ok, again.details
         assert len(list(shared.glob("*/__triton_launcher*"))) == 1
+
+
+def test_the_launcher_a_benchmark_worker_builds_from_one_config_is_the_one_every_config_loads(tmp_path, monkeypatch,
+                                                                                          stub_libcuda):
+    """A benchmark worker builds its launcher from the space's first config as the problem starts
+    (jit_warmup.start_launcher_builds, with no claim: it waits for its own build); the launch of another config
+    finds it and builds nothing."""
+    import triton.runtime.build as build
+    from triton.backends.nvidia.driver import CudaLauncher
+
+    from kernelrules.discover.kernelsource import load_kernel
+    from kernelrules.tune.jit_warmup import start_launcher_builds
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    fn = load_kernel(str(MATMUL), "matmul_kernel").fn
+    [thread] = start_launcher_builds(fn, [_job(32), CompileJob(str(MATMUL), "matmul_kernel", {}, target=("hip",
+                                                                                                   "gfx942", 64))])
+    thread.join(120)
+    [built] = list(cache.glob("*/__triton_launcher*"))
+    assert not (cache / host_prebuild.CLAIM_DIR).exists()  # the worker's own build claims nothing
+    kernel = _compiled(64)
+    loaded = []
+    monkeypatch.setattr(build, "_build", lambda *a, **k: pytest.fail("the launch built its launcher again"))
+    monkeypatch.setattr(build, "_load_module_from_path",
+                        lambda name, path: loaded.append(Path(path)) or types.SimpleNamespace(launch=None))
+    CudaLauncher(kernel.src, kernel.metadata)
+    assert loaded == [built]

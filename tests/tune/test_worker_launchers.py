@@ -1,0 +1,90 @@
+"""A benchmark worker builds the kernel's launchers as it starts a problem (kernelrules.tune.jit_warmup), and its
+first request waits for them rather than build them again."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+
+SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "tune" / "matmul_small.yaml"
+
+
+def test_a_gpu_run_gives_its_workers_the_jobs_of_its_signature_and_of_each_edge_shape(tmp_path, monkeypatch):
+    from kernelrules.tune import driver
+    from kernelrules.tune.gate import Gate
+    from kernelrules.tune.worker import BenchWorker
+
+    started = []
+    monkeypatch.setattr(BenchWorker, "spawn", lambda self: None)  # no process: only the settings it is given
+    monkeypatch.setattr(BenchWorker, "configure", lambda self, settings=None: started.append(settings))
+    for interpret in (False, True):
+        tuner = driver.Tuner(SMALL, driver.TuneOptions(arch="hopper", interpret=interpret, trials=1,
+                                                       storage=str(tmp_path / f"{interpret}" / "study.db"),
+                                                       cache_dir=str(tmp_path / "cache")))
+        tuner._start_workers()
+    gpu, interpreted = started
+    assert interpreted.launcher_jobs == []  # the interpreter launches no binary
+    first = tuner.configs[0]
+    gate = Gate(tuner.space, tuner.arch, triton_cache_dir=str(tmp_path / "triton"),
+                edge_signatures=driver.edge_signatures(tuner.spec, tuner.space.signature))
+    try:
+        wanted = [gate.job(first), *gate.edge_jobs(first)]
+    finally:
+        gate.close()
+    assert len(wanted) == 2  # the problem's own signature and its one edge shape's (M, N, K = 31, 30, 29)
+    assert [(j.signature, j.constexprs, j.target) for j in gpu.launcher_jobs] == \
+        [(j.signature, j.constexprs, j.target) for j in wanted]
+
+
+def test_the_first_request_waits_for_the_launchers_being_built(monkeypatch):
+    from kernelrules.space import load_space
+    from kernelrules.tune.bench_process import _Session
+    from kernelrules.tune.problem import load_problem
+    from kernelrules.tune.worker import WorkerSettings
+
+    order = []
+    session = _Session(WorkerSettings(spec=load_problem(load_space(SMALL)), interpret=True), conn=None)
+    session.phase = lambda name: None
+
+    def build() -> None:
+        time.sleep(0.3)
+        order.append("launcher built")
+
+    def case(sizes, seed):
+        order.append("first launch's inputs")
+        raise RuntimeError("stop here")
+
+    session.case = case
+    session.launchers = [threading.Thread(target=build)]
+    session.launchers[0].start()
+    answer = session.evaluate({"BLOCK_M": 16})
+    assert answer["status"] != "ok" and order == ["launcher built", "first launch's inputs"]
+    assert session.launchers == []  # waited for once
+    session.launchers = [threading.Thread(target=build)]
+    session.launchers[0].start()
+    session.time_config({"BLOCK_M": 16})
+    assert order[2] == "launcher built"
+
+
+def test_no_launcher_is_built_under_the_interpreter_or_without_jobs(monkeypatch):
+    import dataclasses
+
+    from kernelrules.space import load_space
+    from kernelrules.tune import jit_warmup
+    from kernelrules.tune.bench_process import _Session
+    from kernelrules.tune.problem import load_problem
+    from kernelrules.tune.worker import WorkerSettings
+
+    asked = []
+    monkeypatch.setattr(jit_warmup, "start_launcher_builds", lambda fn, jobs: asked.append(list(jobs)) or [])
+    settings = WorkerSettings(spec=load_problem(load_space(SMALL)), interpret=True, launcher_jobs=["job"])
+    _Session(settings, conn=None).start_launchers()
+    _Session(dataclasses.replace(settings, interpret=False, launcher_jobs=[]), conn=None).start_launchers()
+    assert asked == []
+    _Session(dataclasses.replace(settings, interpret=False), conn=None).start_launchers()
+    assert asked == [["job"]]
