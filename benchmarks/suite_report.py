@@ -35,7 +35,7 @@ PAIRED_SERIES = "live-e1c7981"
 #: Live TPE runs on the raw space (the issue's baseline), compared with LIVE_SERIES by benchmarks/suite_live_vs_tpe.py.
 TPE_SERIES = "tpe-raw-e1c7981"
 #: Like-for-like series (benchmarks/suite_live_pairs.sh): both sides of each problem back to back in one device call.
-PAIR_SERIES = ("pairs-ad2a2a2-warm", "pairs-a639a79-warm", "pairs-46d5be1-warm-h100")
+PAIR_SERIES = ("pairs-ad2a2a2-warm", "pairs-a639a79-warm", "pairs-46d5be1-warm-h100", "pairs-c972bf3-warm")
 DOC = REPO / "docs" / "suite.md"
 NEAR = (0.02, 0.05, 0.10)
 
