@@ -103,6 +103,9 @@ class Tuner(EarlyStart):
         self.seeding: str | None = None
         self.first_guess_keys: set[str] = set()
         self.first_guess_sent = False
+        #: Early guesses whose compiles were not over when the space's judging started (:meth:`_judge_while_timing`):
+        #: the loop's compile stream takes them first.
+        self.guesses_to_compile: list[Candidate] = []
         self.best_ms: float | None = None
         self.previous_ms: float | None = None
         #: A timed config of a loop-free kernel by its key without num_stages: (trial, ms), for its stage twins.
@@ -291,6 +294,8 @@ class Tuner(EarlyStart):
             self._share_triton_key()
             if o.stage == "compiled":
                 stream = self.gate.stream()
+                for candidate in self.guesses_to_compile:  # the perf model's first picks, before its seeds
+                    stream.want(candidate.config)
             rejected = [j for j in judged.values() if not j.passed]
             self.config_stage = {"space": len(self.configs), "rejected": len(rejected),
                                  "codes": dict(collections.Counter(c for j in rejected for c in j.codes))}
@@ -307,7 +312,7 @@ class Tuner(EarlyStart):
                 warming.join()
             self._mark("workers_ready")
             self._learn_harness_edges(workers, stream, first)
-            self._loop(workers, stream, early)
+            self._loop(workers, stream, early, self.guesses_to_compile if stream is not None else ())
             if stream is not None:  # compiles still running (out of time) stop before the final rounds time
                 stream.close()
                 stream = None
@@ -377,9 +382,10 @@ class Tuner(EarlyStart):
             lookahead = self.gate.compile_workers() if self.options.stage == "compiled" else 2
         return len(self.workers) + lookahead
 
-    def _loop(self, workers: list, stream: Any, early: Sequence[Candidate] = ()) -> None:
+    def _loop(self, workers: list, stream: Any, early: Sequence[Candidate] = (),
+              compiling_first: Sequence[Candidate] = ()) -> None:
         pending: collections.deque[Candidate] = collections.deque(early)  # ready for a benchmark worker
-        compiling: list[Candidate] = []  # in the compile stream (compiled stage)
+        compiling: list[Candidate] = list(compiling_first)  # in the compile stream (compiled stage)
         deferred: list[Candidate] = []  # predicted to spill: compiled and timed only when nothing else waits
         duplicates_in_a_row = 0
         asking = True

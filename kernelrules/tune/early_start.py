@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import queue
 import threading
+import time
 from typing import Any, Sequence
 
 from ..config import KernelConfig
@@ -21,6 +22,12 @@ from . import records as rec
 from .gate import Judgement
 from .options import Candidate, perf_model_seeds, predicted_to_spill
 from .startup import EARLY_GUESSES, guess_budget
+
+#: How often the judging's thread looks whether an early guess's compiles are over (:meth:`_judge_compiled_guesses`).
+GUESS_POLL_SECONDS = 0.05
+#: How long after the probes' compiles the judging's thread still waits for an early guess's: a guess compiling as
+#: long as they did is judged first, one that takes seconds more (a flash_attn tile over the shared memory) after.
+GUESS_GRACE_SECONDS = 0.5
 
 
 class EarlyStart:
@@ -104,21 +111,22 @@ class EarlyStart:
         return early
 
     def _judge_while_timing(self, workers: list, early: collections.deque[Candidate]) -> dict[tuple, Judgement]:
-        """Judge the early guesses asked after the first (``early``: their compiled stage, :meth:`Gate.judge_now`),
-        then the space (:meth:`Gate.prejudge`, the probe compiles and the resource model), in a thread, while this
-        one reads the benchmark workers' results and sends them the guesses that passed. Read only at the loop's
-        first wait, a first guess's result sat in its pipe, the GPU idle, for as long as the judging took
-        (rope/large on the H200: timed by 0.85 s, read at 7.28 s; benchmarks/results/suite/pairs-a639a79-warm).
-        The judging's thread uses the gate and its compile pool alone; this one uses the workers and the study
-        (it records each guess's verdict). ``early`` holds, afterwards, the guesses that passed and were not sent."""
+        """Judge the early guesses asked after the first (``early``) and the space (:meth:`Gate.prejudge`, the probe
+        compiles and the resource model) in a thread, while this one reads the benchmark workers' results and
+        sends them the guesses that passed. Read only at the loop's first wait, a first guess's result sat in its
+        pipe, the GPU idle, for as long as the judging took (rope/large on the H200: timed by 0.85 s, read at
+        7.28 s; benchmarks/results/suite/pairs-a639a79-warm). The judging's thread uses the gate and its compile
+        pool alone; this one uses the workers and the study (it records each guess's verdict). ``early`` holds,
+        afterwards, the guesses that passed and were not sent; :attr:`guesses_to_compile`, those whose compiles
+        were not over when the space's judging could start (:meth:`_judge_compiled_guesses`), judged since at the
+        config stage, the ones that passed: the loop's compile stream takes them first."""
         outcome: dict[str, Any] = {}
         unjudged, verdicts = list(early), queue.SimpleQueue()
         early.clear()
 
         def judge() -> None:
             try:
-                for candidate in unjudged:
-                    verdicts.put((candidate, self.gate.judge_now(candidate.config)))
+                outcome["later"] = self._judge_compiled_guesses(unjudged, verdicts)
                 outcome["judged"] = self.gate.prejudge(self.configs)
             except BaseException as exc:  # noqa: BLE001 - raised again in the run's thread
                 outcome["error"] = exc
@@ -148,7 +156,50 @@ class EarlyStart:
         if "error" in outcome:
             raise outcome["error"]
         take_verdicts()
+        self.guesses_to_compile = self._judged_at_config_stage(outcome["later"])
         return outcome["judged"]
+
+    def _judge_compiled_guesses(self, unjudged: Sequence[Candidate], verdicts: queue.SimpleQueue) -> list[Candidate]:
+        """In the judging's thread: compile ``unjudged`` ahead (those not compiling yet), and put the compiled-stage
+        verdict of each whose compiles (its edge shapes' too) are over by :data:`GUESS_GRACE_SECONDS` after the
+        probes' into ``verdicts``, as each ends; the others, not waited for, are returned. Judged one after the
+        other, each a blocking compile, two flash_attn guesses over the shared memory (256x128 tiles, 3 s apiece)
+        held the space's judging, and so the perf model's seeds, until 8.2 s in the H200 warm series at c972bf3
+        (benchmarks/results/suite/pairs-c972bf3-warm); after the judging, the config stage rejects such guesses
+        without a compile. A pool that cannot answer without waiting (no cache) judges them all, one after the
+        other."""
+        pending = list(unjudged)
+        if not self.gate.answers_without_waiting():
+            for candidate in pending:
+                verdicts.put((candidate, self.gate.judge_now(candidate.config)))
+            return []
+        self.gate.compile_ahead([c.config for c in pending], limit=self.gate.compile_workers() * len(pending) + 1)
+        deadline = None
+        while pending:
+            for candidate in list(pending):
+                judgement = self.gate.judge_if_compiled(candidate.config)
+                if judgement is not None:
+                    pending.remove(candidate)
+                    verdicts.put((candidate, judgement))
+            if deadline is None and pending and self.gate.probes_over():
+                deadline = time.monotonic() + GUESS_GRACE_SECONDS
+            if not pending or (deadline is not None and time.monotonic() >= deadline):
+                return pending
+            time.sleep(GUESS_POLL_SECONDS)
+        return pending
+
+    def _judged_at_config_stage(self, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """Early guesses not judged at the compiled stage before the space was: each judged at the config stage
+        now (the resource model's predictions), a rejection recorded; the ones that passed, in order."""
+        passed = []
+        for candidate in candidates:
+            judgement = candidate.judgement = self.gate.at_config_stage(candidate.config)
+            if judgement.passed:
+                passed.append(candidate)
+                continue
+            self._finish(candidate, "rejected", stage="config", codes=judgement.codes,
+                         error="; ".join(judgement.messages), facts=judgement.facts, repair=judgement.repair)
+        return passed
 
     def _seed(self) -> list[KernelConfig]:
         """Queue the perf model's best guesses first in a new study; the configs queued, in order (after the first

@@ -84,6 +84,7 @@ class Gate:
         self.add_edge_signatures(edge_signatures)
         self.config_stage: dict[tuple, Judgement] = {}
         self.model: Any = None  # the resource model learned by prejudge (the perf model uses it)
+        self.probe_jobs: list[Any] = []  # the probe compiles start_probes sent
 
     def add_edge_signatures(self, signatures: Sequence[Mapping[str, Any]]) -> bool:
         """Compile every later candidate at these edge-shape signatures too (when the gate has none yet and
@@ -125,6 +126,24 @@ class Gate:
                 result = answer
         return self.judge_compiled(config, result)
 
+    def judge_if_compiled(self, config: KernelConfig) -> Judgement | None:
+        """:meth:`judge_now`'s verdict when ``config``'s compiles (its edge shapes' too) are over already, else None:
+        nothing waits (:meth:`CompilePool.answered_now`)."""
+        main = self.job(config)
+        results = self.pruner.pool.answered_now([main, *self.edge_jobs(config)])
+        if any(result is None for result in results):
+            return None
+        return self.judge_compiled(config, results[0])
+
+    def answers_without_waiting(self) -> bool:
+        """Whether :meth:`judge_if_compiled` and :meth:`probes_over` can tell (a pool of this process, with a cache)."""
+        return self.pruner.pool.owned() and self.pruner.pool.cache is not None
+
+    def probes_over(self) -> bool:
+        """Whether the probe compiles :meth:`start_probes` sent are over (True when it sent none): the judging of
+        the space then waits for nothing else to learn the resource model."""
+        return all(result is not None for result in self.pruner.pool.answered_now(self.probe_jobs))
+
     def compile_workers(self) -> int:
         """How many compiles the gate runs at once (its pool's workers)."""
         return self.pruner.pool.max_workers
@@ -164,7 +183,8 @@ class Gate:
         if room_for_register_probes(self.compile_workers(), len(probes), len(extra)):
             probes += extra
         limit = min(self.pruner.timeout, PROBE_TIMEOUT)
-        return self.pruner.pool.compile_now([self.pruner.compile_job(c, self.arch, limit) for c in probes])
+        self.probe_jobs = [self.pruner.compile_job(c, self.arch, limit) for c in probes]
+        return self.pruner.pool.compile_now(self.probe_jobs)
 
     def triton_key(self) -> tuple[str, str] | None:
         """The driver's Triton source hash, once its pool computed it (None before, and without compile workers)."""

@@ -164,23 +164,53 @@ def test_the_guesses_after_the_first_are_judged_while_its_result_is_read(tmp_pat
 
     from kernelrules.tune.gate import Gate
 
-    judge_now, calls = Gate.judge_now, []
+    judge_compiled, threads = Gate.judge_compiled, []
 
-    def slow_after_the_first(gate, config):
-        calls.append(threading.current_thread().name)
-        if len(calls) > 1:  # only the early path judges now (a later problem's): its first guess, then the others
+    def slow_in_the_judging_thread(gate, config, result):
+        threads.append(threading.current_thread().name)
+        if threads[-1] == "kernelrules-judge":  # the guesses after the first (a later problem's early path)
             clock.sleep(8)
-        return judge_now(gate, config)
+        return judge_compiled(gate, config, result)
 
-    monkeypatch.setattr(Gate, "judge_now", slow_after_the_first)
+    monkeypatch.setattr(Gate, "judge_compiled", slow_in_the_judging_thread)
+    monkeypatch.setattr(Gate, "probes_over", lambda gate: False)  # the guesses' compiles end first: judged here
     _first, second = tune_many([FIXTURES / "matmul_small.yaml", _matmul_at_64(tmp_path)],
                                **dict(_common(tmp_path), trials=4, jobs=4, stage="compiled"))
     by_trial = {r["trial"]: r for r in second.records}
     startup = second.summary["startup"]
     assert by_trial[0]["sent_s"] == pytest.approx(startup["first_guess_sent_s"], abs=0.01)
     assert by_trial[0]["elapsed_s"] < by_trial[0]["sent_s"] + 6, by_trial[0]  # read while trial 1 was judged
-    assert "kernelrules-judge" in calls  # the later guesses' compiled stage, in the judging's thread
+    assert "kernelrules-judge" in threads  # the later guesses' compiled stage, in the judging's thread
     assert by_trial[1]["seeded"] == "perf_model" and by_trial[1]["sent_s"] < startup["space_judged_s"]
+    assert len({r["key"] for r in second.records}) == len(second.records) == 4
+
+
+def test_a_guess_still_compiling_when_the_probes_are_over_does_not_hold_the_judging(tmp_path, monkeypatch):
+    """The judging's thread judges the early guesses whose compiles are over before the probes'; the rest it leaves
+    to the config stage once the space is judged, and to the loop's compile stream: two flash_attn guesses over the
+    shared memory, each a 3 s compile judged one after the other, held the space's judging (and the perf model's
+    seeds) until 8.2 s on the H200 (pairs-c972bf3-warm). Here the later guesses' compiles are never over in time:
+    the judging waits for none of them, and they are compiled and timed after it, each once."""
+    from kernelrules.tune.gate import Gate
+
+    judge_now, left = Gate.judge_now, []
+
+    def not_in_the_judging_thread(gate, config):
+        assert threading.current_thread().name != "kernelrules-judge", "a blocking compile held the judging"
+        return judge_now(gate, config)
+
+    monkeypatch.setattr(Gate, "judge_now", not_in_the_judging_thread)
+    monkeypatch.setattr(Gate, "judge_if_compiled", lambda gate, config: left.append(config) or None)
+    _first, second = tune_many([FIXTURES / "matmul_small.yaml", _matmul_at_64(tmp_path)],
+                               **dict(_common(tmp_path), trials=4, jobs=4, stage="compiled"))
+    assert left  # the early path ran, and found the later guesses' compiles not over
+    startup = second.summary["startup"]
+    by_trial = {r["trial"]: r for r in second.records}
+    assert by_trial[0]["sent_s"] == pytest.approx(startup["first_guess_sent_s"], abs=0.01)
+    later = [by_trial[t] for t in (1, 2) if t in by_trial]
+    assert later and all(r["seeded"] == "perf_model" for r in later)
+    for record in later:  # compiled by the stream after the judging, then timed
+        assert record["status"] in ("better", "slower") and record["sent_s"] > startup["space_judged_s"], record
     assert len({r["key"] for r in second.records}) == len(second.records) == 4
 
 
