@@ -313,6 +313,20 @@ class CompilePool:
             found.append(answered)
         return found
 
+    def compiling_ahead(self, jobs: Sequence[CompileJob]) -> bool:
+        """Whether any of ``jobs`` is compiling ahead now (between runs: it files the compiles ahead that are over
+        first); a job never started is not."""
+        if not self.owned() or self.cache is None:
+            return False
+        self._collect_ahead()
+        for job in jobs:
+            if job not in self._answer_keys:
+                self._answer_keys[job] = self._answer_early(job, self.cache, self.triton_cache_dir)[1]
+            key = self._answer_keys[job]
+            if key and self._ahead.is_running(key):
+                return True
+        return False
+
     def _pull_ahead(self) -> None:
         """Queue one more job to compile ahead when a worker could take it and none is queued."""
         if self._ahead_source is None or self._ahead.queued:

@@ -173,7 +173,7 @@ class EarlyStart:
             for candidate in pending:
                 verdicts.put((candidate, self.gate.judge_now(candidate.config)))
             return []
-        self.gate.compile_ahead([c.config for c in pending], limit=self.gate.compile_workers() * len(pending) + 1)
+        self.gate.compile_ahead([c.config for c in pending], limit=len(pending) * (1 + len(self.gate.edge_targets)))
         deadline = None
         while pending:
             for candidate in list(pending):

@@ -140,9 +140,9 @@ class Gate:
         return self.pruner.pool.owned() and self.pruner.pool.cache is not None
 
     def probes_over(self) -> bool:
-        """Whether the probe compiles :meth:`start_probes` sent are over (True when it sent none): the judging of
-        the space then waits for nothing else to learn the resource model."""
-        return all(result is not None for result in self.pruner.pool.answered_now(self.probe_jobs))
+        """Whether none of the probe compiles :meth:`start_probes` sent is running (True when it sent none, and for
+        one it had no worker for, which the judging compiles): the judging of the space waits for nothing else."""
+        return not self.pruner.pool.compiling_ahead(self.probe_jobs)
 
     def compile_workers(self) -> int:
         """How many compiles the gate runs at once (its pool's workers)."""

@@ -196,3 +196,28 @@ def test_compile_now_sends_jobs_to_starting_workers_and_the_later_run_takes_thei
         assert counts["ahead"] == 2 and counts["asked"] == 1  # 32 and 64 compiled once, ahead; 128 when asked
         assert counts[32] == counts[64] == counts[128] == 1
         assert pool.compile_now([job(kernel_file, 32)]) == 0  # in the cache now: nothing to send
+
+
+def test_answered_now_and_compiling_ahead_tell_without_waiting(tmp_path, kernel_file):
+    """``tune``'s judging thread looks, without waiting, whether an early guess's compile is over
+    (``answered_now``) and whether the probes still compile (``compiling_ahead``): a job compiling ahead is neither
+    answered nor over, one never started is not compiling (the judging compiles it), and one that ended is
+    answered with the result the later run takes, compiled once."""
+    with CompilePool(max_workers=1, timeout=60, cache=ResultCache(tmp_path / "cache")) as pool:
+        counts = counting(pool)
+        probe, never = job(kernel_file, 32), job(kernel_file, 64)
+        pool.start(1)
+        assert pool.compile_now([probe, never]) == 1  # one worker: the second is never started
+        assert pool.compiling_ahead([probe]) and pool.answered_now([probe, never]) == [None, None]
+        assert not pool.compiling_ahead([never])
+        deadline = time.monotonic() + 120
+        while pool.compiling_ahead([probe]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [answered, unstarted] = pool.answered_now([probe, never])
+        assert answered is not None and answered.ok and unstarted is None
+        assert not pool.compiling_ahead([probe, never])
+        [(_, again)] = list(pool.run([job(kernel_file, 32)]))
+        assert again.ok and counts[32] == 1 and counts[64] == 0
+    without_cache = CompilePool(max_workers=1, timeout=60)
+    assert without_cache.answered_now([probe]) == [None] and not without_cache.compiling_ahead([probe])
+    without_cache.close()
