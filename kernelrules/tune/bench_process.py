@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 from ..compile.triton_key import install as install_triton_key
 from ..compile.workers import die_with_parent, watch_parent
 from .host_modules import share_host_modules
+from .jit_warmup import await_builds, start_launcher_builds
 from .worker import WorkerSettings, visible_device
 
 
@@ -41,23 +42,7 @@ class _Session:
         self.spec = settings.spec
         self.cases: dict[tuple, tuple[dict, dict, dict]] = {}
         self.timing_sets: list[dict] | None = None
-        self.launchers: list = []  # the launchers' builds started with the problem (start_launchers)
-
-    def start_launchers(self) -> None:
-        """Start building the kernel's launchers (:func:`~kernelrules.tune.jit_warmup.start_launcher_builds`),
-        beside the rest of the problem's start; not interpreted (no launch)."""
-        if self.settings.launcher_jobs and not self.settings.interpret:
-            from .jit_warmup import start_launcher_builds
-
-            self.launchers = start_launcher_builds(self.runner.kernel, self.settings.launcher_jobs)
-
-    def await_launchers(self, limit: float = 30.0) -> None:
-        """Before the first launch: wait for the launchers' builds (at most ``limit`` seconds in all), so the launch
-        loads the launcher rather than build it again beside them."""
-        deadline = time.monotonic() + limit
-        for thread in self.launchers:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self.launchers = []
+        self.launchers: list = []  # the launchers' builds started with the problem (jit_warmup.start_launcher_builds)
 
     def phase(self, name: str) -> None:
         self.conn.send(("phase", name))
@@ -91,20 +76,15 @@ class _Session:
 
     def _check_reference_config(self) -> None:
         """The kernel at the reference config must write every output element, on every seed and edge shape."""
-        torch = self.torch
+        from .correctness import poisoned_count
+
         config = ", ".join(f"{k}={v}" for k, v in self.spec.reference_config.items())
         cases = [(self.spec.sizes, s) for s in self.spec.seeds] + [(e, self.spec.seeds[0]) for e in self.spec.edge_sizes]
         for sizes, seed in cases:
             _tensors, ref, _ = self.case(sizes, seed)
             for name in self.runner.outputs:
                 value = ref[name]
-                if value.dtype.is_floating_point:
-                    bad = ~torch.isfinite(value)
-                elif value.dtype == torch.bool:
-                    continue
-                else:
-                    bad = value == torch.iinfo(value.dtype).min
-                count = int(bad.sum())
+                count = poisoned_count(value)
                 if count:
                     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
                     raise ValueError(f"the reference config ({config}) leaves {count} of {value.numel()} elements of "
@@ -197,7 +177,7 @@ class _Session:
         seconds = result["phase_seconds"] = {}  # where a trial's time went: inputs, compile, check, time
         try:
             self.phase("compile")
-            self.await_launchers()
+            self.launchers = await_builds(self.launchers)
             tensors, _, _ = self.case(self.spec.sizes, self.spec.seeds[0])
             start = time.perf_counter()
             seconds["inputs"] = round(start - began, 3)
@@ -256,7 +236,7 @@ class _Session:
 
     def time_config(self, config: dict) -> dict:
         try:
-            self.await_launchers()
+            self.launchers = await_builds(self.launchers)
             return {"status": "ok", "timing": self._time(config).to_json()}
         except BaseException as exc:  # noqa: BLE001
             from .feedback import classify_exception, summary
@@ -360,7 +340,8 @@ def _start_session(conn: Any, settings: WorkerSettings, steps: dict[str, float])
     os.environ.update(settings.env)
     try:
         session = _Session(settings, conn)
-        session.start_launchers()
+        if not settings.interpret:  # the kernel's launchers, built beside the rest of the start (no launch interpreted)
+            session.launchers = start_launcher_builds(session.runner.kernel, settings.launcher_jobs)
         steps["torch_imported"] = time.monotonic()
         session.check_reference()
         steps["reference_checked"] = time.monotonic()

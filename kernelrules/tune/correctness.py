@@ -46,6 +46,18 @@ def poison(tensor: Any) -> None:
         tensor.fill_(torch.iinfo(tensor.dtype).min)
 
 
+def poisoned_count(tensor: Any) -> int:
+    """How many elements of an output still hold :func:`poison`'s value, or are not finite (NaN or inf in a float
+    tensor); 0 for a bool tensor, whose poison a kernel may write."""
+    import torch
+
+    if tensor.dtype.is_floating_point:
+        return int((~torch.isfinite(tensor)).sum())
+    if tensor.dtype == torch.bool:
+        return 0
+    return int((tensor == torch.iinfo(tensor.dtype).min).sum())
+
+
 def compare(name: str, out: Any, ref64: Any, *, rtol: float, atol: float, floor: Any = None) -> dict[str, Any]:
     """Compare one output with its float64 reference; a dict with ``ok`` and the evidence."""
     import torch

@@ -8,6 +8,7 @@ Each is independent and optional: a failure is left to the first launch, which m
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Iterable, Sequence
 
 
@@ -52,8 +53,7 @@ def start_launcher_builds(fn: Any, jobs: Sequence[Any]) -> list[threading.Thread
     compiler: 0.21-0.33 s of the first check of rope, row_sum, softmax and swiglu large in the H100 warm series
     (``benchmarks/results/suite/pairs-46d5be1-warm-h100``), whose first guesses were sent before the compile
     workers' own build (:mod:`kernelrules.compile.host_prebuild`) was in the cache. The first request waits for
-    them (:meth:`kernelrules.tune.bench_process._Session.await_launchers`). A job whose launcher cannot be built
-    here is left to the launch."""
+    them (:func:`await_builds`). A job whose launcher cannot be built here is left to the launch."""
     from ..compile.compilejob import specialize_job
     from ..compile.host_prebuild import build_launcher
 
@@ -73,4 +73,13 @@ def start_launcher_builds(fn: Any, jobs: Sequence[Any]) -> list[threading.Thread
     return threads
 
 
-__all__ = ["start_launcher_builds", "warm_specializer", "warm_triton"]
+def await_builds(threads: Sequence[threading.Thread], limit: float = 30.0) -> list[threading.Thread]:
+    """Before a worker's first launch: wait for its launchers' builds (at most ``limit`` seconds in all), so the
+    launch loads each launcher rather than build it again beside them; none left to wait for (an empty list)."""
+    deadline = time.monotonic() + limit
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return []
+
+
+__all__ = ["await_builds", "start_launcher_builds", "warm_specializer", "warm_triton"]

@@ -71,20 +71,28 @@ def test_the_first_request_waits_for_the_launchers_being_built(monkeypatch):
     assert order[2] == "launcher built"
 
 
-def test_no_launcher_is_built_under_the_interpreter_or_without_jobs(monkeypatch):
+def test_a_worker_starts_its_launchers_with_the_problem_and_none_under_the_interpreter(monkeypatch):
     import dataclasses
 
     from kernelrules.space import load_space
-    from kernelrules.tune import jit_warmup
-    from kernelrules.tune.bench_process import _Session
+    from kernelrules.tune import bench_process
     from kernelrules.tune.problem import load_problem
     from kernelrules.tune.worker import WorkerSettings
 
-    asked = []
-    monkeypatch.setattr(jit_warmup, "start_launcher_builds", lambda fn, jobs: asked.append(list(jobs)) or [])
+    asked, sent = [], []
+
+    class Connection:
+        def send(self, message):
+            sent.append(message[0])
+
+        def poll(self, timeout=0):
+            return False
+
+    monkeypatch.setattr(bench_process, "start_launcher_builds", lambda fn, jobs: asked.append(list(jobs)) or [])
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # _start_session sets the problem's environment: restored after
     settings = WorkerSettings(spec=load_problem(load_space(SMALL)), interpret=True, launcher_jobs=["job"])
-    _Session(settings, conn=None).start_launchers()
-    _Session(dataclasses.replace(settings, interpret=False, launcher_jobs=[]), conn=None).start_launchers()
-    assert asked == []
-    _Session(dataclasses.replace(settings, interpret=False), conn=None).start_launchers()
-    assert asked == [["job"]]
+    session, _early = bench_process._start_session(Connection(), settings, {})
+    assert session is not None and session.launchers == [] and asked == []  # interpreted: nothing is launched
+    bench_process._start_session(Connection(), dataclasses.replace(settings, interpret=False), {})
+    assert asked == [["job"]]  # before the reference's check (which fails here: no GPU)
+    assert sent == ["ready", "warmed", "fatal"]
