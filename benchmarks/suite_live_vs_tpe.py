@@ -1,6 +1,7 @@
 """Live `kernelrules tune` against live TPE on the raw space: time to within 2% of the sweep's best, per problem.
 
     python benchmarks/suite_live_vs_tpe.py KERNELRULES_SERIES TPE_SERIES [--table] [--what-if-startup 1,3,7]
+    python benchmarks/suite_live_vs_tpe.py --pairs PAIRS_SERIES [PAIRS_SERIES ...] [--table]
 
 ``KERNELRULES_SERIES`` holds ``live-<family>__<shape>.json`` (``suite_live_device.sh``), ``TPE_SERIES``
 ``tpe-raw-<family>__<shape>.json`` (the same script with ``METHOD=tpe-raw``): each run's time to 2% is
@@ -10,6 +11,9 @@ ratio is a lower bound (printed with ``>=``); a kernelrules run that never got t
 issue's target: kernelrules at least 5x sooner, geometric mean over the problems. ``--what-if-startup`` projects
 the ratio with both sides' start-up (everything before the first timing) set to other values, each run keeping its
 own search: how much of the ratio the start-up costs (a projection from the runs, not a measurement).
+``--pairs`` reads like-for-like series (``suite_live_pairs.sh``: both sides of each problem in one folder) and takes
+each problem from the last folder that has both its runs: one figure over problems run in several series (say, on
+one GPU at two commits), each folder's problems, commits and GPUs printed first (mix no GPUs in one figure).
 """
 
 from __future__ import annotations
@@ -103,15 +107,45 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def load_pairs(folders: list[Path]) -> tuple[dict[str, dict], dict[str, dict], list[str]]:
+    """The kernelrules and TPE runs of like-for-like series, each problem from the last folder with both its runs;
+    and a line per folder: how many problems it gives, at which kernelrules commits, on which GPUs."""
+    live: dict[str, dict] = {}
+    tpe: dict[str, dict] = {}
+    taken: dict[str, Path] = {}
+    for folder in folders:
+        ours, theirs = load(folder, "live-"), load(folder, "tpe-raw-")
+        for problem in sorted(set(ours) & set(theirs)):
+            live[problem], tpe[problem], taken[problem] = ours[problem], theirs[problem], folder
+    lines = []
+    for folder in folders:
+        problems = [p for p, f in taken.items() if f == folder]
+        commits = sorted({live[p].get("kernelrules_commit") or "unknown" for p in problems})
+        devices = sorted({((live[p].get("summary") or {}).get("final") or {}).get("device") or "GPU not recorded"
+                          for p in problems})
+        lines.append(f"{folder}: {len(problems)} problems (kernelrules {', '.join(commits) or '-'}; "
+                     f"{', '.join(devices) or '-'})")
+    return live, tpe, lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kernelrules", type=Path)
-    parser.add_argument("tpe", type=Path)
+    parser.add_argument("kernelrules", type=Path, nargs="?")
+    parser.add_argument("tpe", type=Path, nargs="?")
+    parser.add_argument("--pairs", type=Path, nargs="+", default=[], metavar="DIR",
+                        help="like-for-like series folders; a problem from the last that has both its runs")
     parser.add_argument("--table", action="store_true")
     parser.add_argument("--what-if-startup", type=lambda text: [float(v) for v in text.split(",")], default=[],
                         metavar="S[,S...]", help="project the ratio with both sides' first timing at S seconds")
     args = parser.parse_args()
-    rows = compare(load(args.kernelrules, "live-"), load(args.tpe, "tpe-raw-"))
+    if args.pairs:
+        live, tpe, lines = load_pairs(args.pairs)
+        print("\n".join(lines))
+    elif args.kernelrules and args.tpe:
+        live, tpe = load(args.kernelrules, "live-"), load(args.tpe, "tpe-raw-")
+    else:
+        parser.error("give KERNELRULES_SERIES TPE_SERIES, or --pairs DIR [DIR ...]")
+    rows = compare(live, tpe)
     if args.table:
         print(table(rows))
     for seconds in args.what_if_startup:

@@ -112,6 +112,34 @@ def test_live_against_tpe_ratios_and_a_lower_bound_for_a_tpe_run_that_never_got_
     assert ">= 120.0" in vs.table(rows) and ">= 20.0x" in vs.table(rows)
 
 
+def test_pair_series_merge_each_problem_from_the_last_folder_with_both_runs(tmp_path):
+    """suite_live_vs_tpe.load_pairs: one figure over problems run in several like-for-like series; a problem in two
+    folders is taken from the later one, a folder without one side of a problem gives none of it."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import suite_live_vs_tpe as vs
+
+    def run(commit, seconds):
+        return {"records": [_record(seconds, "better", 1.0)], "timed_config": {"ms": 1.0}, "summary": {},
+                "wall_s": 40, "kernelrules_commit": commit}
+
+    old, new = tmp_path / "pairs-old", tmp_path / "pairs-new"
+    old.mkdir(), new.mkdir()
+    for name in ("a__large", "b__large"):
+        (old / f"live-{name}.json").write_text(json.dumps(run("c0ffee0", 2.0)))
+        (old / f"tpe-raw-{name}.json").write_text(json.dumps(run("c0ffee0", 8.0)))
+    (new / "live-a__large.json").write_text(json.dumps(run("beef001", 1.0)))
+    (new / "tpe-raw-a__large.json").write_text(json.dumps(run("beef001", 9.0)))
+    (new / "live-c__small.json").write_text(json.dumps(run("beef001", 1.0)))  # no TPE run: not taken
+    live, tpe, lines = vs.load_pairs([old, new])
+    assert sorted(live) == sorted(tpe) == ["a__large", "b__large"]
+    assert live["a__large"]["kernelrules_commit"] == "beef001" and live["b__large"]["kernelrules_commit"] == "c0ffee0"
+    assert lines == [f"{old}: 1 problems (kernelrules c0ffee0; GPU not recorded)",
+                     f"{new}: 1 problems (kernelrules beef001; GPU not recorded)"]
+    assert [r["ratio"] for r in vs.compare(live, tpe)] == [9.0, 4.0]
+
+
 def test_the_suite_page_sets_live_tpe_beside_the_live_series_only_when_tpe_runs_exist(tmp_path, monkeypatch):
     """suite_report._tpe_section: nothing without a TPE series; with one, the per-problem table and the geometric
     mean, marked a lower bound when a TPE run never got within 2%."""
