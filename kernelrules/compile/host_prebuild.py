@@ -71,40 +71,36 @@ def _first(cache_dir: str, name: str | None) -> bool:
 
 
 def _build(src: Any, metadata: Any) -> bool:
-    """Build (or load) ``src``'s launcher, then Triton's CUDA helper, into ``TRITON_CACHE_DIR``, each on its own;
-    whether the launcher was built and loaded. The launcher first: a benchmark worker builds its CUDA helper in
-    its warm-up, before the first trial, and a kept worker has it loaded. Triton writes a module into its cache
-    before it loads it, so one that cannot load here (no GPU driver) is still there for the launching process."""
+    """Build (or load) ``src``'s launcher (:func:`build_launcher`), then Triton's CUDA helper, into
+    ``TRITON_CACHE_DIR``, each on its own; whether the launcher was built and loaded. The launcher first: a benchmark
+    worker builds its CUDA helper in its warm-up, before the first trial, and a kept worker has it loaded. Triton
+    writes a module into its cache before it loads it, so one that cannot load here (no GPU driver) is still there
+    for the launching process."""
+    built = build_launcher(src, metadata)
     try:
-        from triton.backends.nvidia.driver import CudaLauncher, CudaUtils
-    except Exception:  # noqa: BLE001 - another Triton: the launch builds them
-        return False
-    try:
-        CudaLauncher(src, metadata)
-        built = True
-    except Exception:  # noqa: BLE001 - no C compiler, no libcuda: the launching process builds it
-        built = False
-    try:
+        from triton.backends.nvidia.driver import CudaUtils
+
         CudaUtils()  # not triton.runtime.driver.active, whose check imports torch
-    except Exception:  # noqa: BLE001 - as above
+    except Exception:  # noqa: BLE001 - another Triton, no C compiler, no libcuda: the launching process builds it
         pass
     return built
 
 
-def build_launcher(src: Any) -> bool:
-    """Build (or load from ``TRITON_CACHE_DIR``) the launcher of a kernel about to be compiled from ``src``, in this
-    process and whatever any claim says: the launching process's own build (:mod:`kernelrules.tune.jit_warmup`),
-    which its first launch waits for rather than build it again. Whether it was built; nothing for tensor-descriptor
-    arguments (their launcher depends on the compile) or another Triton."""
+def build_launcher(src: Any, metadata: Any = None) -> bool:
+    """Build (or load from ``TRITON_CACHE_DIR``) the launcher of a kernel compiled from ``src`` (its ``metadata``;
+    None before the compile, and then nothing for tensor-descriptor arguments, whose launcher depends on the
+    compile), in this process whatever any claim says: also the launching process's own build
+    (:mod:`kernelrules.tune.jit_warmup`), which its first launch waits for rather than build it again. Whether it
+    was built; nothing for another Triton."""
     signature = getattr(src, "signature", None)
-    if not isinstance(signature, dict) or has_descriptors(signature):
+    if metadata is None and (not isinstance(signature, dict) or has_descriptors(signature)):
         return False
     try:
         from triton.backends.nvidia.driver import CudaLauncher
     except Exception:  # noqa: BLE001 - another Triton: the launch builds it
         return False
     try:
-        CudaLauncher(src, _BeforeCompile())
+        CudaLauncher(src, _BeforeCompile() if metadata is None else metadata)
     except Exception:  # noqa: BLE001 - no C compiler, no libcuda: the launch builds it, and reports what fails
         return False
     return True

@@ -217,6 +217,11 @@ class CompilePool:
         """Whether this process created the pool (False in a child forked from its creator)."""
         return os.getpid() == self._owner
 
+    def compiles_ahead(self) -> bool:
+        """Whether the pool can compile ahead and tell what it compiled without waiting: it is this process's and
+        has a cache (:meth:`compile_ahead`, :meth:`compile_now`, :meth:`answered_now`, :meth:`compiling_ahead`)."""
+        return self.owned() and self.cache is not None
+
     def _forget_workers(self) -> None:
         """In a forked child: close this process's copies of the parent's worker pipes, kill nothing."""
         for worker in self._workers:
@@ -266,7 +271,7 @@ class CompilePool:
         result there, or waits for the compile still running. Jobs already in the cache are
         skipped; a pool without a cache compiles nothing ahead. ``None`` stops asking. Between
         runs, this call also files finished compiles and starts the next."""
-        if not self.owned() or self.cache is None:
+        if not self.compiles_ahead():
             return
         self._ahead_source = source
         self._collect_ahead()
@@ -278,7 +283,7 @@ class CompilePool:
         work of its own (``tune``'s probe compiles, while its study opens). Their results go into the pool's
         cache, where the caller's :meth:`run` finds them or waits for them. Jobs answered by the cache or running
         already are skipped. How many started."""
-        if not self.owned() or self.cache is None:
+        if not self.compiles_ahead():
             return 0
         idle = [w for w in self._workers if w.job is None]
         started = 0
@@ -298,7 +303,7 @@ class CompilePool:
         for one compiling, queued or never started, and for every job of a pool without a cache. Between runs
         only: it files the compiles ahead that are over and starts the next, as :meth:`compile_ahead` does. A job's
         cache key is computed once (4 ms a job for an attention kernel on a 2-core CPU: the kernel's specialization)."""
-        if not self.owned() or self.cache is None:
+        if not self.compiles_ahead():
             return [None] * len(jobs)
         self._collect_ahead()
         self._fill_workers([], self.triton_cache_dir)
@@ -316,7 +321,7 @@ class CompilePool:
     def compiling_ahead(self, jobs: Sequence[CompileJob]) -> bool:
         """Whether any of ``jobs`` is compiling ahead now (between runs: it files the compiles ahead that are over
         first); a job never started is not."""
-        if not self.owned() or self.cache is None:
+        if not self.compiles_ahead():
             return False
         self._collect_ahead()
         for job in jobs:

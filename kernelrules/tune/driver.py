@@ -95,6 +95,9 @@ class Tuner(EarlyStart):
             raise KernelrulesError("the space has no configs (after its constraints)", path=str(self.space.path))
         self.space_keys = {_key(c) for c in self.configs}
         self.flops = self.spec.flop_count()
+        #: The problem's edge-shape signatures (:func:`edge_signatures`): the gate compiles them, the benchmark
+        #: workers build their launchers (none interpreted: no binary is launched).
+        self.edge_shape_signatures = [] if options.interpret else edge_signatures(self.spec, self.space.signature)
         self.notes: list[str] = []
         self.records: list[dict] = []
         self.learned = LearnedConstraints()
@@ -193,6 +196,8 @@ class Tuner(EarlyStart):
             self.session.workers = workers
         #: Workers that served a problem before (a session's later problem): they are ready within milliseconds.
         self.warm_workers = bool(workers) and all(worker.settings is not None for worker in workers)
+        launchers = [] if cache is None else launcher_jobs(self.space, self.configs[:1], self.arch,
+                                                           self.edge_shape_signatures)
         for worker, gpu in zip(workers, gpus):
             give = worker.configure if worker.settings is None else worker.load  # a session's worker: next problem
             give(WorkerSettings(
@@ -200,7 +205,7 @@ class Tuner(EarlyStart):
                 warmup_ms=o.warmup_ms, rep_ms=o.rep_ms, max_error=o.max_error, timer=o.timer,
                 l2_bytes=int(self.arch.flat().get("l2_bytes") or 0),
                 host_module_store=None if cache is None else str(store_for(o.cache_dir)),
-                launcher_jobs=launcher_jobs(self.space, self.spec, self.configs[:1], self.arch) if cache is not None else [], **self._edge_probe(cache)))
+                launcher_jobs=launchers, **self._edge_probe(cache)))
         return workers
 
     def _edge_probe(self, triton_cache: str | None) -> dict[str, Any]:
@@ -260,7 +265,7 @@ class Tuner(EarlyStart):
             cache = ResultCache(o.cache_dir) if o.cache_dir else ResultCache()
             self.gate = Gate(self.space, self.arch, stage=o.stage, jobs=o.jobs, timeout=o.compile_timeout,
                              cache=cache, triton_cache_dir=None if o.interpret else self._triton_cache(),
-                             edge_signatures=() if o.interpret else edge_signatures(self.spec, self.space.signature),
+                             edge_signatures=self.edge_shape_signatures,
                              pool=self.session.pool if self.session is not None else None)
             if self.session is not None:
                 self.session.pool = self.gate.keep_pool()
@@ -509,14 +514,18 @@ class Tuner(EarlyStart):
             judgement = Judgement(passed=True, stage="none", facts=judgement.facts, warnings=judgement.warnings)
         candidate.judgement = judgement
         if not judgement.passed:
-            self._finish(candidate, "rejected", stage="config", codes=judgement.codes,
-                         error="; ".join(judgement.messages), facts=judgement.facts, repair=judgement.repair)
+            self._reject_at_config_stage(candidate, judgement)
             return None, True
         learned = self.learned.reason(judgement.facts) if self.options.stage != "none" else None
         if learned:
             self._finish(candidate, "learned", stage="config", error=learned, facts=judgement.facts)
             return None, True
         return candidate, True
+
+    def _reject_at_config_stage(self, candidate: Candidate, judgement: Judgement) -> None:
+        """Record the config stage's rejection of ``candidate`` (its codes, messages, facts and repair)."""
+        self._finish(candidate, "rejected", stage="config", codes=judgement.codes,
+                     error="; ".join(judgement.messages), facts=judgement.facts, repair=judgement.repair)
 
     def _after_compile(self, candidate: Candidate, judgement: Judgement) -> bool:
         """Record a compiled-stage rejection; True when the candidate goes on to a benchmark."""

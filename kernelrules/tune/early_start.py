@@ -196,9 +196,8 @@ class EarlyStart:
             judgement = candidate.judgement = self.gate.at_config_stage(candidate.config)
             if judgement.passed:
                 passed.append(candidate)
-                continue
-            self._finish(candidate, "rejected", stage="config", codes=judgement.codes,
-                         error="; ".join(judgement.messages), facts=judgement.facts, repair=judgement.repair)
+            else:
+                self._reject_at_config_stage(candidate, judgement)
         return passed
 
     def _seed(self) -> list[KernelConfig]:

@@ -98,18 +98,18 @@ def distinct_edges(signature: Mapping[str, Any], edges: list[Mapping[str, Any]])
     return found
 
 
-def launcher_jobs(space: Any, spec: ProblemSpec, configs: Sequence[Any], arch: Any) -> list[Any]:
-    """The compile jobs of the first of ``configs`` at the space's signature and at each edge shape's: what a
-    benchmark worker builds the kernel's launchers from as it starts the problem (a launcher depends on the
-    argument types only: :func:`kernelrules.tune.jit_warmup.start_launcher_builds`); none when there is no config
-    or a signature cannot be made."""
+def launcher_jobs(space: Any, configs: Sequence[Any], arch: Any, edges: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The compile jobs of the first of ``configs`` at the space's signature and at each of ``edges`` (the edge
+    shapes' signatures, :func:`edge_signatures`): what a benchmark worker builds the kernel's launchers from as it
+    starts the problem (a launcher depends on the argument types only:
+    :func:`kernelrules.tune.jit_warmup.start_launcher_builds`); none when there is no config or a job cannot be
+    made."""
     from ..compile.target import KernelTarget
 
     if not configs:
         return []
     try:
         target = KernelTarget.from_space(space)
-        signatures = [target.signature, *edge_signatures(spec, space.signature)]
-        return [replace(target, signature=dict(s)).job(configs[0], arch, None) for s in signatures]
+        return [replace(target, signature=dict(s)).job(configs[0], arch, None) for s in [target.signature, *edges]]
     except Exception:  # noqa: BLE001 - an optimisation only: the worker's launches build what they need
         return []

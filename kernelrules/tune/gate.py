@@ -137,7 +137,7 @@ class Gate:
 
     def answers_without_waiting(self) -> bool:
         """Whether :meth:`judge_if_compiled` and :meth:`probes_over` can tell (a pool of this process, with a cache)."""
-        return self.pruner.pool.owned() and self.pruner.pool.cache is not None
+        return self.pruner.pool.compiles_ahead()
 
     def probes_over(self) -> bool:
         """Whether none of the probe compiles :meth:`start_probes` sent is running (True when it sent none, and for

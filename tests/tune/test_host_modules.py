@@ -62,18 +62,9 @@ def test_the_store_lives_under_the_kernelrules_cache(tmp_path, monkeypatch):
 
 
 def test_a_gpu_run_gives_its_workers_the_store_and_an_interpreted_one_does_not(tmp_path, monkeypatch):
-    from kernelrules.tune import driver
-    from kernelrules.tune.worker import BenchWorker
+    from tune_checks import settings_given_to_workers
 
-    started = []
-    monkeypatch.setattr(BenchWorker, "spawn", lambda self: None)  # no process: only the settings it is given
-    monkeypatch.setattr(BenchWorker, "configure", lambda self, settings=None: started.append(settings))
     space = Path(__file__).parents[1] / "fixtures" / "tune" / "matmul_small.yaml"
-    for interpret in (False, True):
-        tuner = driver.Tuner(space, driver.TuneOptions(arch="ampere", interpret=interpret, trials=1,
-                                                       storage=str(tmp_path / f"{interpret}" / "study.db"),
-                                                       cache_dir=str(tmp_path / "cache")))
-        tuner._start_workers()
-    gpu, interpreted = started
+    gpu, interpreted, _tuner = settings_given_to_workers(space, tmp_path, monkeypatch, "ampere")
     assert gpu.host_module_store == str(tmp_path / "cache" / host_modules.STORE_NAME)
     assert gpu.triton_cache_dir and interpreted.host_module_store is None

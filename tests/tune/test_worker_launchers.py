@@ -15,19 +15,12 @@ SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "tune" / "matmul_smal
 
 
 def test_a_gpu_run_gives_its_workers_the_jobs_of_its_signature_and_of_each_edge_shape(tmp_path, monkeypatch):
+    from tune_checks import settings_given_to_workers
+
     from kernelrules.tune import driver
     from kernelrules.tune.gate import Gate
-    from kernelrules.tune.worker import BenchWorker
 
-    started = []
-    monkeypatch.setattr(BenchWorker, "spawn", lambda self: None)  # no process: only the settings it is given
-    monkeypatch.setattr(BenchWorker, "configure", lambda self, settings=None: started.append(settings))
-    for interpret in (False, True):
-        tuner = driver.Tuner(SMALL, driver.TuneOptions(arch="hopper", interpret=interpret, trials=1,
-                                                       storage=str(tmp_path / f"{interpret}" / "study.db"),
-                                                       cache_dir=str(tmp_path / "cache")))
-        tuner._start_workers()
-    gpu, interpreted = started
+    gpu, interpreted, tuner = settings_given_to_workers(SMALL, tmp_path, monkeypatch, "hopper")
     assert interpreted.launcher_jobs == []  # the interpreter launches no binary
     first = tuner.configs[0]
     gate = Gate(tuner.space, tuner.arch, triton_cache_dir=str(tmp_path / "triton"),

@@ -55,3 +55,21 @@ def children_running(module: str) -> list[int]:
                 and not fields.get("State", "").startswith("Z"):
             found.append(int(status.parent.name))
     return found
+
+
+def settings_given_to_workers(space: Path, tmp_path: Path, monkeypatch, arch: str) -> tuple:
+    """The WorkerSettings a GPU run and an interpreted run of ``space`` give their benchmark worker (no process is
+    spawned: ``BenchWorker.spawn`` and ``configure`` stubbed), and the interpreted run's tuner."""
+    from kernelrules.tune import driver
+    from kernelrules.tune.worker import BenchWorker
+
+    started = []
+    monkeypatch.setattr(BenchWorker, "spawn", lambda self: None)
+    monkeypatch.setattr(BenchWorker, "configure", lambda self, settings=None: started.append(settings))
+    for interpret in (False, True):
+        tuner = driver.Tuner(space, driver.TuneOptions(arch=arch, interpret=interpret, trials=1,
+                                                       storage=str(tmp_path / f"{interpret}" / "study.db"),
+                                                       cache_dir=str(tmp_path / "cache")))
+        tuner._start_workers()
+    gpu, interpreted = started
+    return gpu, interpreted, tuner
