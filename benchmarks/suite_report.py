@@ -35,7 +35,10 @@ PAIRED_SERIES = "live-e1c7981"
 #: Live TPE runs on the raw space (the issue's baseline), compared with LIVE_SERIES by benchmarks/suite_live_vs_tpe.py.
 TPE_SERIES = "tpe-raw-e1c7981"
 #: Like-for-like series (benchmarks/suite_live_pairs.sh): both sides of each problem back to back in one device call.
-PAIR_SERIES = ("pairs-ad2a2a2-warm", "pairs-a639a79-warm", "pairs-46d5be1-warm-h100", "pairs-c972bf3-warm")
+PAIR_SERIES = ("pairs-ad2a2a2-warm", "pairs-a639a79-warm", "pairs-46d5be1-warm-h100", "pairs-c972bf3-warm",
+               "pairs-2cb2fca-warm-h100")
+#: Like-for-like series on one GPU kind read as one figure, oldest first (a problem from the newest that has it).
+MERGED_PAIR_SERIES = {"H100": ("pairs-46d5be1-warm-h100", "pairs-2cb2fca-warm-h100")}
 DOC = REPO / "docs" / "suite.md"
 NEAR = (0.02, 0.05, 0.10)
 
@@ -646,6 +649,8 @@ def _paired_section(w) -> None:
     _tpe_section(w)
     for series in PAIR_SERIES:
         _pairs_section(w, series)
+    for gpu, folders in MERGED_PAIR_SERIES.items():
+        _merged_pairs_section(w, gpu, folders)
 
 
 def _pairs_section(w, series: str) -> None:
@@ -675,6 +680,32 @@ def _pairs_section(w, series: str) -> None:
       f"benchmarks/results/suite/{series} --table`.")
     w("")
     w(vs.table(rows))
+    w("")
+    families = len({r["problem"].split("__")[0] for r in rows})
+    line = _ratio_line(vs.summary(rows), f", {families} families{': not yet the suite' if len(rows) < 43 else ''};",
+                       "")
+    if line:
+        w(line)
+    w("")
+
+
+def _merged_pairs_section(w, gpu: str, series: tuple[str, ...]) -> None:
+    """One figure over like-for-like series run on one GPU kind at different commits: each problem from the newest
+    series with both its runs (:func:`suite_live_vs_tpe.load_pairs`), never two GPU kinds in one figure."""
+    import suite_live_vs_tpe as vs
+
+    live, tpe, lines = vs.load_pairs([RESULTS / name for name in series])
+    rows = vs.compare(live, tpe)
+    if not rows:
+        return
+    w(f"### Over the like-for-like series on the {gpu} ({len(rows)} of 43 problems)")
+    w("")
+    w("Each problem from the newest of these series that ran it (`python benchmarks/suite_live_vs_tpe.py --pairs "
+      + " ".join(f"benchmarks/results/suite/{name}" for name in series) + "`); each ratio is like for like, "
+      "the problems ran at different commits:")
+    w("")
+    for line in lines:
+        w(f"- `{Path(line.split(':', 1)[0]).name}`:{line.split(':', 1)[1]}")
     w("")
     families = len({r["problem"].split("__")[0] for r in rows})
     line = _ratio_line(vs.summary(rows), f", {families} families{': not yet the suite' if len(rows) < 43 else ''};",
