@@ -15,6 +15,7 @@
 # .suite-work/site, warms the machine once (torch on the GPU, Triton's import) so no run is the machine's first, then,
 # while KR_BUDGET + TPE_BUDGET + 60 s are left of UNTIL_SECONDS, runs benchmarks/suite_live_tune.sh for each
 # problem with METHOD=kernelrules and METHOD=tpe-raw, the first of the two alternating from one problem to the next.
+# The items left to run of a series: python benchmarks/suite_live_targets.py --missing-from <its folders>.
 # Every run's JSON goes into $OUT/suite-pairs.tgz (live-<problem>.json, tpe-raw-<problem>.json). Afterwards, here:
 #   mkdir -p benchmarks/results/suite/pairs-<commit> && tar xzf suite-pairs.tgz -C benchmarks/results/suite/pairs-<commit>
 #   python benchmarks/suite_live_vs_tpe.py benchmarks/results/suite/pairs-<commit> benchmarks/results/suite/pairs-<commit> --table

@@ -311,3 +311,23 @@ def test_a_run_that_stopped_near_its_reference_is_measured_against_that_referenc
     older = {"records": records, "summary": {}, "timed_config": {"ms": 1.02}}
     assert ab.reference_ms(older) == 1.02 and ab.summarize(older)["to_2pct_s"] == 2.0
     assert ab.reference_ms({"records": []}) is None
+
+
+def test_live_targets_leave_out_the_problems_a_pair_series_already_holds_with_both_runs(tmp_path):
+    """suite_live_targets.py --missing-from: what is left to run of a like-for-like series; a problem with only one
+    side in the folder is still to run."""
+    import subprocess
+    import sys
+
+    series = tmp_path / "pairs-x"
+    series.mkdir()
+    run = {"records": [], "summary": {}, "kernelrules_commit": "c0ffee0"}
+    for name in ("live-gemm__large", "tpe-raw-gemm__large", "live-rope__large"):
+        (series / f"{name}.json").write_text(json.dumps(run))
+    script = str(ROOT / "benchmarks" / "suite_live_targets.py")
+    every = subprocess.run([sys.executable, script], capture_output=True, text=True, check=True).stdout.split()
+    left = subprocess.run([sys.executable, script, "--missing-from", str(series)], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert len(every) == 43
+    assert [item for item in every if item not in left] == [i for i in every if i.startswith("gemm/large=")]
+    assert any(item.startswith("rope/large=") for item in left)
