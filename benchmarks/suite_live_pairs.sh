@@ -16,7 +16,8 @@
 # while KR_BUDGET + TPE_BUDGET + 60 s are left of UNTIL_SECONDS, runs benchmarks/suite_live_tune.sh for each
 # problem with METHOD=kernelrules and METHOD=tpe-raw, the first of the two alternating from one problem to the next.
 # The items left to run of a series: python benchmarks/suite_live_targets.py --missing-from <its folders>.
-# Every run's JSON goes into $OUT/suite-pairs.tgz (live-<problem>.json, tpe-raw-<problem>.json). Afterwards, here:
+# Every run's JSON goes into $OUT/suite-pairs.tgz (live-<problem>.json, tpe-raw-<problem>.json), rewritten after each
+# problem, so a call cut short by its limit still returns the problems it finished. Afterwards, here:
 #   mkdir -p benchmarks/results/suite/pairs-<commit> && tar xzf suite-pairs.tgz -C benchmarks/results/suite/pairs-<commit>
 #   python benchmarks/suite_live_vs_tpe.py benchmarks/results/suite/pairs-<commit> benchmarks/results/suite/pairs-<commit> --table
 set -u
@@ -27,7 +28,10 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-
 ln -sfn "$PWD/.suite-new/.whl" .whl
 PYTHONPATH=$site python3 -c "import torch, triton; torch.zeros(1, device='cuda'); torch.cuda.synchronize()" || exit 1
 packed=$PWD/.suite-work/pairs-out
-rm -rf "$packed" && mkdir -p "$packed"
+rm -rf "$packed" && mkdir -p "$packed" "$OUT"
+# $OUT/suite-pairs.tgz holds every run finished so far, replaced whole (never half-written): the device tool returns
+# what is under $OUT even when the call runs past its limit
+pack() { tar czf "$OUT/suite-pairs.tgz.part" -C "$packed" . && mv -f "$OUT/suite-pairs.tgz.part" "$OUT/suite-pairs.tgz"; }
 index=0
 for item in "$@"; do
   left=$(( until - $(date +%s) ))
@@ -39,7 +43,7 @@ for item in "$@"; do
     METHOD=$method OUT=$packed bash benchmarks/suite_live_tune.sh "$budget" "$item"
   done
   index=$(( index + 1 ))
+  pack  # after every problem: a call cut short by its limit keeps the problems it finished
 done
-mkdir -p "$OUT"
-tar czf "$OUT/suite-pairs.tgz" -C "$packed" .
+pack
 ls -la "$packed"
