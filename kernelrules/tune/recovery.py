@@ -148,10 +148,18 @@ def recover(study: Any, claims: Claims | None, *, grace: float = GRACE_SECONDS,
             continue
         if claims is not None:
             claims.release(trial.number)
-        if trial.params:
-            study.enqueue_trial(dict(trial.params), user_attrs={"kr_retry_of": trial.number})
+        params = _config_params(trial)
+        if params:
+            study.enqueue_trial(params, user_attrs={"kr_retry_of": trial.number})
         recovered.append(trial.number)
     return recovered
+
+
+def _config_params(trial: Any) -> dict[str, Any]:
+    """The config a stale trial was to judge, as the study's parameters: the ones it was given, else those it was
+    enqueued with (a queued seed or retry that its process took from the queue and was killed before it set them:
+    without this, that config left the queue for good)."""
+    return dict(trial.params) or dict(trial.system_attrs.get("fixed_params") or {})
 
 
 class Heartbeat:

@@ -355,6 +355,27 @@ def test_recover_fails_stale_trials_and_queues_them_again(tmp_path):
     assert claims.count() == 0
 
 
+def test_recover_queues_again_a_queued_config_taken_by_a_process_killed_before_it_set_its_parameters(tmp_path):
+    """A killed run's last ask can take a queued seed from the queue (RUNNING, its config only in the enqueued
+    ``fixed_params``) and die before the sampler sets the parameters or the owner is written: once stale, the
+    same config is queued again rather than lost (found by benchmarks/h200_tune_two_gpus.py --phases kill)."""
+    import optuna
+
+    from kernelrules.tune.recovery import recover
+    from kernelrules.tune.study import open_storage
+
+    storage = open_storage(f"sqlite:///{tmp_path / 'q.db'}")
+    study = optuna.create_study(storage=storage, study_name="q")
+    study.enqueue_trial({"x": 2}, user_attrs={"kr_seeded": "perf_model"})
+    taken = study.ask()  # popped from the queue: RUNNING, no parameters yet, no owner
+    assert taken.params == {} and study.get_trials()[0].state.name == "RUNNING"
+    assert recover(study, None) == []  # its owner may still be writing itself: within the grace period
+    assert recover(study, None, grace=-1.0) == [0]  # past the grace period
+    again = [t for t in study.get_trials() if t.state.name == "WAITING"]
+    assert len(again) == 1 and again[0].system_attrs["fixed_params"] == {"x": 2}
+    assert again[0].user_attrs["kr_retry_of"] == 0
+
+
 TORCH_CUDA_ERROR = ("CUDA error: an illegal memory access was encountered\n"
                     "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
                     "below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
