@@ -31,7 +31,9 @@ each process is in ``DIR/<phase>-<gpus>.log`` (``both-0_1.log``). The exit statu
 that failed, a config timed twice, a kill phase that did not resume.
 
 ``--interpret`` runs the phases under ``TRITON_INTERPRET=1`` on a CPU (the small test
-space; the spans mean nothing; one worker per process) to check the script.
+space; the spans mean nothing; a worker per ``--gpus`` entry, on the CPU) to check the script. ``--second-gpu 0`` on a one-GPU
+machine runs the two-worker phases with both workers on GPU 0: the driver's two-worker paths and the kill and
+resume checked on a real GPU, their rates meaning nothing.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def _command(args, storage: Path, gpu: str, seed: int) -> list[str]:
         cmd += ["--arch", args.arch]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
-    return cmd + (["--interpret"] if args.interpret else ["--gpus", gpu])
+    return cmd + ["--gpus", gpu] + (["--interpret"] if args.interpret else [])
 
 
 #: Record statuses of trials not judged to the end (every other status counts towards ``--trials``).
@@ -185,6 +187,9 @@ def main() -> None:
     parser.add_argument("--kill-after", type=int, default=None,
                         help="kill phase: finished trials before the kill (default: a third of --trials)")
     parser.add_argument("--interpret", action="store_true")
+    parser.add_argument("--second-gpu", default="1", metavar="ID",
+                        help="the second GPU; 0 on a one-GPU machine checks the two-worker paths and the kill and "
+                             "resume on a real GPU (both workers share it: the rates mean nothing)")
     args = parser.parse_args()
     if args.space is None:
         args.space = REPO / ("tests/fixtures/tune/matmul_small.yaml" if args.interpret else "examples/matmul.tune.yaml")
@@ -192,7 +197,8 @@ def main() -> None:
     if args.kill_after is None:
         args.kill_after = max(1, args.trials // 3)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    phases = {"one": ["0"], "both": ["0,1"], "two": ["0", "1"], "kill": ["0,1"]}
+    second = args.second_gpu
+    phases = {"one": ["0"], "both": [f"0,{second}"], "two": ["0", second], "kill": [f"0,{second}"]}
     results = []
     for name in args.phases.split(","):
         print(f"== {name}: {len(phases[name])} process(es), {args.trials} trials", flush=True)
@@ -203,12 +209,14 @@ def main() -> None:
                                                                       "killed_after_trials", "resumed_noted",
                                                                       "reached_trials")
                                   if k in results[-1]}), flush=True)
-    out = {"trials": args.trials, "space": args.space.name, "interpret": args.interpret, "phases": results}
+    out = {"trials": args.trials, "space": args.space.name, "interpret": args.interpret,
+           "second_gpu": args.second_gpu, "phases": results}
     out.update(compare_phases(results))
     for key in sorted(k for k in out if k.startswith(("speed_up_", "rate_ratio_"))):
         label = "loop span" if key.startswith("speed_up_") else "configs timed per minute"
+        shared = args.interpret or args.second_gpu == "0"
         print(f"{key.rsplit('_', 1)[1]} over one ({label}): {out[key]}x"
-              + ("  (--interpret: meaningless)" if args.interpret else ""))
+              + ("  (one GPU or --interpret: meaningless)" if shared else ""))
     for r in results:
         print(f"{r['phase']}: first config within 2% of the best at {r.get('within_2pct_s')} s of its loop")
     Path(args.out, "two_gpus.json").write_text(json.dumps(out, indent=1, default=str))
