@@ -71,8 +71,9 @@ def _command(args, storage: Path, gpu: str, seed: int) -> list[str]:
     return cmd + ["--gpus", gpu] + (["--interpret"] if args.interpret else [])
 
 
-#: Record statuses of trials not judged to the end (every other status counts towards ``--trials``).
-UNJUDGED = ("interrupted", "running", "waiting", "over_budget")
+#: Record statuses that do not count towards ``--trials`` (the study's distinct configs judged: rejected, failed
+#: or timed).
+UNJUDGED = ("interrupted", "running", "waiting", "over_budget", "duplicate")
 
 
 def run_phase(args, name: str, gpus: list[str], kill_after: int | None = None) -> dict:
@@ -102,9 +103,8 @@ def run_phase(args, name: str, gpus: list[str], kill_after: int | None = None) -
     facts = dict(study_facts(storage), phase=name, gpus=gpus, exit_codes=codes, wall_s=round(wall, 1))
     if kill_after is not None:
         logs = " ".join(_log_path(args, name, gpu).read_text(errors="replace") for gpu in gpus)
-        judged = sum(n for status, n in facts["statuses"].items() if status not in UNJUDGED)
         facts.update(killed_after_trials=killed, resumed_noted="queued again" in logs,
-                     reached_trials=judged >= args.trials)
+                     reached_trials=facts["judged_configs"] >= args.trials)
     return facts
 
 
@@ -167,7 +167,8 @@ def study_facts(storage: Path) -> dict:
     ends = {t.number: (t.datetime_complete - first).total_seconds() for t in trials} if trials else {}
     timings = sorted((round(ends[r["trial"]], 2), r["ms"]) for r in records
                      if r.get("status") in ("better", "slower") and r.get("ms") and r["trial"] in ends)
-    return {"loop_span_s": span, "trials": len(records), "timed_at": timings,
+    judged = {json.dumps(r["config"], sort_keys=True) for r in records if r.get("status") not in UNJUDGED}
+    return {"loop_span_s": span, "trials": len(records), "judged_configs": len(judged), "timed_at": timings,
             "timed_per_minute": round(len(timings) / span * 60.0, 1) if span else None,
             "statuses": dict(collections.Counter(r.get("status") for r in records)),
             "timed_configs": len(timed), "timed_twice": [json.loads(k) for k, n in timed.items() if n > 1],
