@@ -681,12 +681,7 @@ def _pairs_section(w, series: str) -> None:
     w("")
     w(vs.table(rows))
     w("")
-    families = len({r["problem"].split("__")[0] for r in rows})
-    line = _ratio_line(vs.summary(rows), f", {families} families{': not yet the suite' if len(rows) < 43 else ''};",
-                       "")
-    if line:
-        w(line)
-    w("")
+    _series_ratio(w, rows)
 
 
 def _merged_pairs_section(w, gpu: str, series: tuple[str, ...]) -> None:
@@ -707,6 +702,13 @@ def _merged_pairs_section(w, gpu: str, series: tuple[str, ...]) -> None:
     for line in lines:
         w(f"- `{Path(line.split(':', 1)[0]).name}`:{line.split(':', 1)[1]}")
     w("")
+    _series_ratio(w, rows)
+
+
+def _series_ratio(w, rows: list[dict]) -> None:
+    """A series' geometric-mean line (:func:`_ratio_line`), with its families and whether it covers the suite."""
+    import suite_live_vs_tpe as vs
+
     families = len({r["problem"].split("__")[0] for r in rows})
     line = _ratio_line(vs.summary(rows), f", {families} families{': not yet the suite' if len(rows) < 43 else ''};",
                        "")

@@ -4,20 +4,19 @@ resumed after a kill, judged here on made-up phases."""
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 
 @pytest.fixture(scope="module")
 def two():
-    spec = importlib.util.spec_from_file_location("h200_tune_two_gpus", ROOT / "benchmarks" / "h200_tune_two_gpus.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    import h200_tune_two_gpus
+
+    return h200_tune_two_gpus
 
 
 def _phase(name, span, timed_at, **extra):
