@@ -128,7 +128,7 @@ class Tuner(EarlyStart):
     # -- set-up ---------------------------------------------------------------------------
 
     def _open(self) -> None:
-        from .recovery import Heartbeat, recover
+        from .recovery import Heartbeat, recover, write_owner
         from .samplers import make_sampler
         from .study import Claims, ParamCodec, open_storage, storage_url
         import optuna
@@ -149,6 +149,8 @@ class Tuner(EarlyStart):
         if hasattr(sampler, "reserve"):  # the sampler claims what it proposes: processes do not draw the same config
             sampler.reserve = lambda params, number: self.claims.claim(
                 _key(KernelConfig.from_dict(self.codec.decode(params))), number, limit=self.options.trials)
+        if hasattr(sampler, "on_start"):  # the owner first, before the sampler works: see recovery.is_stale
+            sampler.on_start = write_owner
         recovered = recover(self.study, self.claims, grace=o.grace)
         if recovered:
             self.notes.append(f"resumed: {len(recovered)} interrupted trial(s) queued again ({recovered})")

@@ -72,6 +72,13 @@ def owner_info() -> dict[str, Any]:
             "start": _OWN_START, "at": time.time()}
 
 
+def write_owner(study: Any, trial: Any) -> None:
+    """Record this driver process as ``trial``'s owner (``kr_owner``, :func:`owner_info`): called as Optuna starts
+    the trial, before its sampler works, so that a process killed meanwhile leaves a trial :func:`is_stale` can
+    judge by its pid (without an owner it waits out the grace period)."""
+    study._storage.set_trial_user_attr(trial._trial_id, "kr_owner", owner_info())
+
+
 def _pid_alive(pid: int, start: int | None = None) -> bool:
     """Whether process ``pid`` on this machine runs (a zombie does not; another process with a reused pid does not)."""
     stat = _proc_stat(pid)
@@ -121,7 +128,7 @@ def is_stale(trial: Any, *, grace: float = GRACE_SECONDS, now: float | None = No
         return not _pid_alive(pid, start if isinstance(start, int) else None)
     beats = [float(b) for b in (trial.user_attrs.get("kr_heartbeat"), owner.get("at")) if b is not None]
     beat = max(beats) if beats else None
-    if beat is None:  # not yet told its owner (it writes that first, right after asking)
+    if beat is None:  # no owner written yet (write_owner runs as Optuna starts the trial: a few ms of the ask)
         start = trial.datetime_start.timestamp() if trial.datetime_start else now
         return now - start > grace
     return now - beat > grace

@@ -158,6 +158,10 @@ class DedupSampler(BaseSampler):
         #: driver's claims), the owner's trial number or None when the --trials total is reached; a config
         #: another process took meanwhile is skipped for the next nearest. None: no reservation.
         self.reserve: Callable[[dict, int], int | None] | None = None
+        #: ``on_start(study, trial)``: called first when Optuna starts a trial (:meth:`before_trial`), before any
+        #: sampling: the driver writes the trial's owner there, so a process killed while its sampler works (a
+        #: TPE fit over the study) leaves no RUNNING trial that a resumed run cannot tell is its. None: nothing.
+        self.on_start: Callable[[Any, Any], None] | None = None
 
     def _point(self, params: Mapping[str, Any]) -> tuple:
         return tuple(params[n] for n in self.names)
@@ -261,6 +265,8 @@ class DedupSampler(BaseSampler):
         return self.inner.sample_independent(study, trial, name, distribution)
 
     def before_trial(self, study: Any, trial: Any) -> None:
+        if self.on_start is not None:
+            self.on_start(study, trial)
         self.inner.before_trial(study, trial)
 
     def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:

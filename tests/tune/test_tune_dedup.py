@@ -183,3 +183,47 @@ def test_a_config_another_process_reserved_meanwhile_is_skipped():
     assert owners[config_key(codec.decode(trial.params))] == trial.number
     sampler.reserve = lambda params, number: None  # the --trials total is reached: returned as is, the driver refuses
     assert study.ask(codec.distributions).params
+
+
+
+_DIES_WHILE_SAMPLING = """
+import os, sys
+import optuna
+from kernelrules.space import load_space
+from kernelrules.tune import recovery
+from kernelrules.tune.samplers import DedupSampler
+from kernelrules.tune.study import ParamCodec, open_storage
+
+class Dies(optuna.samplers.RandomSampler):
+    def sample_independent(self, study, trial, name, distribution):
+        os._exit(3)  # killed while the sampler works
+
+url, name, owner_first, space = sys.argv[1:]
+codec = ParamCodec(load_space(space))
+sampler = DedupSampler(Dies(), codec, seed=0)
+sampler.on_start = recovery.write_owner if owner_first == "1" else None
+study = optuna.create_study(storage=open_storage(url), study_name=name, sampler=sampler)
+study.ask(codec.distributions)
+"""
+
+
+def test_a_trial_has_its_owner_before_its_sampler_works_so_a_kill_then_is_resumed_at_once(tmp_path):
+    """The driver's DedupSampler.on_start (recovery.write_owner) runs as Optuna starts a trial, before any sampling:
+    a process that dies while its sampler works leaves a RUNNING trial with its pid, which a resumed run fails at
+    once; without it the trial has no owner and waits out the two minutes' grace."""
+    import subprocess
+    import sys
+
+    from kernelrules.tune import recovery
+
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    for owner_first, recovered in (("0", []), ("1", [0])):
+        name = f"k{owner_first}"
+        died = subprocess.run([sys.executable, "-c", _DIES_WHILE_SAMPLING, url, name, owner_first, str(SMALL)],
+                              capture_output=True, text=True)
+        assert died.returncode == 3, died.stderr
+        study = optuna.load_study(study_name=name, storage=open_storage(url))
+        trial = study.get_trials()[0]
+        assert trial.state == TrialState.RUNNING and trial.params == {}
+        assert ("kr_owner" in trial.user_attrs) == (owner_first == "1")
+        assert recovery.recover(study, None) == recovered
