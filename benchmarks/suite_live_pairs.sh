@@ -22,6 +22,11 @@
 #   python benchmarks/suite_live_vs_tpe.py benchmarks/results/suite/pairs-<commit> benchmarks/results/suite/pairs-<commit> --table
 set -u
 until=$(( $(date +%s) + $1 )); kr_budget=$2; tpe_budget=$3; shift 3
+# NEED=S: start another problem only while S seconds are left of UNTIL_SECONDS (default: both budgets + 60 s, a
+# problem's worst case). With STOP=0.02 the H100 calls of pairs-2cb2fca-warm-h100 ran 7, 7 and 5 problems in
+# 411-437 s (55-85 s a problem on average), so a smaller NEED fits more problems in a call; one cut short by the
+# call's limit is lost, the finished ones are kept.
+need=${NEED:-$(( kr_budget + tpe_budget + 60 ))}
 site=$PWD/.suite-work/site
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-build-isolation --upgrade --target "$site" \
   .suite-new/.whl/*.whl . || exit 1
@@ -35,7 +40,7 @@ pack() { tar czf "$OUT/suite-pairs.tgz.part" -C "$packed" . && mv -f "$OUT/suite
 index=0
 for item in "$@"; do
   left=$(( until - $(date +%s) ))
-  if [ "$left" -lt $(( kr_budget + tpe_budget + 60 )) ]; then echo "stopped before $item: ${left} s left"; break; fi
+  if [ "$left" -lt "$need" ]; then echo "stopped before $item: ${left} s left"; break; fi
   if [ $(( index % 2 )) -eq 0 ]; then order="kernelrules tpe-raw"; else order="tpe-raw kernelrules"; fi
   for method in $order; do
     budget=$kr_budget; [ "$method" = tpe-raw ] && budget=$tpe_budget
