@@ -89,8 +89,7 @@ def run_phase(args, name: str, gpus: list[str], kill_after: int | None = None) -
     if kill_after is not None:
         killed = _kill_when(storage, kill_after, procs[-1][0], started + args.phase_timeout)
         procs[-1][1].close()
-        procs.append(_start(args, name, storage, gpus[-1], len(gpus) - 1, mode="a"))
-        del procs[-2]
+        procs[-1] = _start(args, name, storage, gpus[-1], len(gpus) - 1, mode="a")  # the same command again
     codes = []
     for proc, log in procs:
         try:

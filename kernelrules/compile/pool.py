@@ -309,8 +309,7 @@ class CompilePool:
         self._fill_workers([], self.triton_cache_dir)
         found: list[CompileResult | None] = []
         for job in jobs:
-            key = self._answer_keys.get(job, "")
-            if key and self._ahead.is_running(key):
+            if self._running_ahead(job):
                 found.append(None)
                 continue
             answered, key = self._answer_early(job, self.cache, self.triton_cache_dir)
@@ -327,10 +326,14 @@ class CompilePool:
         for job in jobs:
             if job not in self._answer_keys:
                 self._answer_keys[job] = self._answer_early(job, self.cache, self.triton_cache_dir)[1]
-            key = self._answer_keys[job]
-            if key and self._ahead.is_running(key):
+            if self._running_ahead(job):
                 return True
         return False
+
+    def _running_ahead(self, job: CompileJob) -> bool:
+        """Whether ``job``, its cache key known (:attr:`_answer_keys`), is compiling ahead now."""
+        key = self._answer_keys.get(job)
+        return bool(key) and self._ahead.is_running(key)
 
     def _pull_ahead(self) -> None:
         """Queue one more job to compile ahead when a worker could take it and none is queued."""

@@ -41,11 +41,11 @@ class TrialLedger:
         as stale meanwhile (then it is lost)."""
         from optuna.exceptions import UpdateFinishedTrialError
 
-        from .recovery import owner_info
+        from .recovery import write_owner
 
         trial = candidate.trial
         try:
-            trial.set_user_attr("kr_owner", owner_info())  # first: who owns it and a first heartbeat
+            write_owner(self.study, trial)  # first: who owns it and a first heartbeat
             self.heartbeat.add(trial.number, trial._trial_id)
             self.inflight[trial.number] = candidate
             trial.set_user_attr("kr_config", values)

@@ -75,7 +75,8 @@ def owner_info() -> dict[str, Any]:
 def write_owner(study: Any, trial: Any) -> None:
     """Record this driver process as ``trial``'s owner (``kr_owner``, :func:`owner_info`): called as Optuna starts
     the trial, before its sampler works, so that a process killed meanwhile leaves a trial :func:`is_stale` can
-    judge by its pid (without an owner it waits out the grace period)."""
+    judge by its pid (without an owner it waits out the grace period); and again when the ledger takes the asked
+    trial (``TrialLedger.own``: a first heartbeat, and the write that finds a trial failed as stale meanwhile)."""
     study._storage.set_trial_user_attr(trial._trial_id, "kr_owner", owner_info())
 
 
