@@ -36,9 +36,9 @@ PAIRED_SERIES = "live-e1c7981"
 TPE_SERIES = "tpe-raw-e1c7981"
 #: Like-for-like series (benchmarks/suite_live_pairs.sh): both sides of each problem back to back in one device call.
 PAIR_SERIES = ("pairs-ad2a2a2-warm", "pairs-a639a79-warm", "pairs-46d5be1-warm-h100", "pairs-c972bf3-warm",
-               "pairs-2cb2fca-warm-h100")
+               "pairs-2cb2fca-warm-h100", "pairs-4f51382-warm-h100")
 #: Like-for-like series on one GPU kind read as one figure, oldest first (a problem from the newest that has it).
-MERGED_PAIR_SERIES = {"H100": ("pairs-46d5be1-warm-h100", "pairs-2cb2fca-warm-h100")}
+MERGED_PAIR_SERIES = {"H100": ("pairs-2cb2fca-warm-h100", "pairs-4f51382-warm-h100")}
 DOC = REPO / "docs" / "suite.md"
 NEAR = (0.02, 0.05, 0.10)
 
@@ -714,6 +714,8 @@ def _series_ratio(w, rows: list[dict]) -> None:
                        "")
     if line:
         w(line)
+    if vs.summary(rows)["kernelrules_slowest"]:
+        w(f"- {vs.seconds_line(vs.summary(rows))}.")
     w("")
 
 

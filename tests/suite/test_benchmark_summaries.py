@@ -110,6 +110,9 @@ def test_live_against_tpe_ratios_and_a_lower_bound_for_a_tpe_run_that_never_got_
     s = vs.summary(rows)
     assert s["geomean_ratio"] == pytest.approx((10.0 * 20.0) ** 0.5) and s["lower_bound"] and s["at_least_5x"] == 2
     assert ">= 120.0" in vs.table(rows) and ">= 20.0x" in vs.table(rows)
+    assert s["kernelrules_geomean_s"] == pytest.approx((8.0 * 6.0) ** 0.5)
+    assert s["kernelrules_slowest"] == ("a__small", 8.0)
+    assert "geometric mean 6.9 s over 2 problems, the slowest 8.0 s (a__small)" in vs.seconds_line(s)
 
 
 def test_pair_series_merge_each_problem_from_the_last_folder_with_both_runs(tmp_path):
