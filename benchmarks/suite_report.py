@@ -706,16 +706,17 @@ def _merged_pairs_section(w, gpu: str, series: tuple[str, ...]) -> None:
 
 
 def _series_ratio(w, rows: list[dict]) -> None:
-    """A series' geometric-mean line (:func:`_ratio_line`), with its families and whether it covers the suite."""
+    """A series' geometric-mean line (:func:`_ratio_line`), with its families and whether it covers the suite; and
+    kernelrules' own seconds to 2% (:func:`suite_live_vs_tpe.seconds_line`)."""
     import suite_live_vs_tpe as vs
 
+    s = vs.summary(rows)
     families = len({r["problem"].split("__")[0] for r in rows})
-    line = _ratio_line(vs.summary(rows), f", {families} families{': not yet the suite' if len(rows) < 43 else ''};",
-                       "")
+    line = _ratio_line(s, f", {families} families{': not yet the suite' if len(rows) < 43 else ''};", "")
     if line:
         w(line)
-    if vs.summary(rows)["kernelrules_slowest"]:
-        w(f"- {vs.seconds_line(vs.summary(rows))}.")
+    if s["kernelrules_slowest"]:
+        w(f"- {vs.seconds_line(s)}.")
     w("")
 
 
