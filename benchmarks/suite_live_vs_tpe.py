@@ -1,7 +1,7 @@
 """Live `kernelrules tune` against live TPE on the raw space: time to within 2% of the sweep's best, per problem.
 
     python benchmarks/suite_live_vs_tpe.py KERNELRULES_SERIES TPE_SERIES [--table] [--what-if-startup 1,3,7]
-    python benchmarks/suite_live_vs_tpe.py --pairs PAIRS_SERIES [PAIRS_SERIES ...] [--table]
+    python benchmarks/suite_live_vs_tpe.py --pairs PAIRS_SERIES [PAIRS_SERIES ...] [--table] [--by-family]
 
 ``KERNELRULES_SERIES`` holds ``live-<family>__<shape>.json`` (``suite_live_device.sh``), ``TPE_SERIES``
 ``tpe-raw-<family>__<shape>.json`` (the same script with ``METHOD=tpe-raw``): each run's time to 2% is
@@ -14,6 +14,7 @@ own search: how much of the ratio the start-up costs (a projection from the runs
 ``--pairs`` reads like-for-like series (``suite_live_pairs.sh``: both sides of each problem in one folder) and takes
 each problem from the last folder that has both its runs: one figure over problems run in several series (say, on
 one GPU at two commits), each folder's problems, commits and GPUs printed first (mix no GPUs in one figure).
+``--by-family`` prints each kernel family's geometric mean too: where the suite's figure holds and where it does not.
 """
 
 from __future__ import annotations
@@ -85,6 +86,25 @@ def summary(rows: list[dict]) -> dict:
             "kernelrules_slowest": (slowest["problem"], slowest["kernelrules_s"]) if slowest else None}
 
 
+def by_family(rows: list[dict]) -> dict[str, dict]:
+    """:func:`summary` of each kernel family's problems (``family__shape``), by family name: a suite figure holds
+    or not per family."""
+    families: dict[str, list[dict]] = {}
+    for r in rows:
+        families.setdefault(r["problem"].split("__")[0], []).append(r)
+    return {name: summary(family) for name, family in sorted(families.items())}
+
+
+def family_lines(rows: list[dict]) -> list[str]:
+    """One line per family: its problems' geometric-mean ratio (``>=`` a lower bound) and how many are 5x."""
+    lines = []
+    for name, s in by_family(rows).items():
+        ratio = f"{'>= ' if s['lower_bound'] else ''}{s['geomean_ratio']:.1f}x" if s["geomean_ratio"] else "no ratio"
+        count = f"{s['with_ratio']} problem{'' if s['with_ratio'] == 1 else 's'}"
+        lines.append(f"{name}: {ratio} over {count}, at least 5x in {s['at_least_5x']}")
+    return lines
+
+
 def what_if_startup(rows: list[dict], seconds: float) -> float | None:
     """A projection, not a measurement: the geometric-mean ratio if both sides' first timing came ``seconds`` after
     the start instead of what each run measured, each keeping its own search after its first timing (its time to
@@ -142,6 +162,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=Path, nargs="+", default=[], metavar="DIR",
                         help="like-for-like series folders; a problem from the last that has both its runs")
     parser.add_argument("--table", action="store_true")
+    parser.add_argument("--by-family", action="store_true", help="each kernel family's geometric mean too")
     parser.add_argument("--what-if-startup", type=lambda text: [float(v) for v in text.split(",")], default=[],
                         metavar="S[,S...]", help="project the ratio with both sides' first timing at S seconds")
     args = parser.parse_args()
@@ -155,6 +176,8 @@ def main() -> int:
     rows = compare(live, tpe)
     if args.table:
         print(table(rows))
+    if args.by_family:
+        print("\n".join(family_lines(rows)))
     for seconds in args.what_if_startup:
         print(f"projection: both first timings at {seconds:g} s after the start -> geometric mean "
               f"{what_if_startup(rows, seconds):.2f}x (each run's own search after its first timing kept)")

@@ -703,6 +703,11 @@ def _merged_pairs_section(w, gpu: str, series: tuple[str, ...]) -> None:
         w(f"- `{Path(line.split(':', 1)[0]).name}`:{line.split(':', 1)[1]}")
     w("")
     _series_ratio(w, rows)
+    w(f"Per kernel family (`--by-family`), kernelrules' time to 2% against TPE's on the {gpu}:")
+    w("")
+    for line in vs.family_lines(rows):
+        w(f"- {line}")
+    w("")
 
 
 def _series_ratio(w, rows: list[dict]) -> None:

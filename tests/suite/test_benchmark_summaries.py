@@ -113,6 +113,15 @@ def test_live_against_tpe_ratios_and_a_lower_bound_for_a_tpe_run_that_never_got_
     assert s["kernelrules_geomean_s"] == pytest.approx((8.0 * 6.0) ** 0.5)
     assert s["kernelrules_slowest"] == ("a__small", 8.0)
     assert "geometric mean 6.9 s over 2 problems, the slowest 8.0 s (a__small)" in vs.seconds_line(s)
+    (ours / "live-a__large.json").write_text(json.dumps(run([(4.0, 1.0)], 40)))
+    (tpe / "tpe-raw-a__large.json").write_text(json.dumps(run([(2.0, 1.0)], 120)))  # TPE sooner: 0.5x
+    rows = vs.compare(vs.load(ours, "live-"), vs.load(tpe, "tpe-raw-"))
+    families = vs.by_family(rows)
+    assert list(families) == ["a", "b"]
+    assert families["a"]["geomean_ratio"] == pytest.approx((10.0 * 0.5) ** 0.5) and not families["a"]["lower_bound"]
+    assert families["b"]["lower_bound"] and families["b"]["at_least_5x"] == 1
+    assert vs.family_lines(rows) == ["a: 2.2x over 2 problems, at least 5x in 1",
+                                     "b: >= 20.0x over 1 problem, at least 5x in 1"]
 
 
 def test_pair_series_merge_each_problem_from_the_last_folder_with_both_runs(tmp_path):

@@ -185,7 +185,6 @@ def test_a_config_another_process_reserved_meanwhile_is_skipped():
     assert study.ask(codec.distributions).params
 
 
-
 _DIES_WHILE_SAMPLING = """
 import os, sys
 import optuna
